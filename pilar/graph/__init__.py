@@ -1,0 +1,57 @@
+"""Graph stores: the document, page, support and provenance layers (and, with
+their issues, assertions and entities) of DESIGN.md.
+
+:class:`GraphStore` names what every backend does; :func:`open_graph` picks
+the backend from config (the only place that looks at ``settings.graph``).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Protocol, runtime_checkable
+
+from pilar.config import Settings
+from pilar.model import Document, Page, ParsedDocument, Support, Unit
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """What a graph backend offers. Writes are per document atomic: a
+    document is either fully visible or not at all."""
+
+    name: str
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def find_by_sha256(self, sha256: str) -> Document | None: ...
+    def find_by_uri(self, uri: str) -> list[Document]: ...
+    def get_document(self, doc_id: str) -> Document | None: ...
+    def documents(self) -> list[Document]: ...
+    def pages(self, page_ids: list[str]) -> dict[str, Page]: ...
+    def supports_on_pages(self, page_ids: list[str]) -> dict[str, list[Support]]: ...
+    def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]: ...
+    def stats(self) -> dict[str, int]: ...
+    def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document: ...
+    def delete_document(self, doc_id: str) -> bool: ...
+
+
+def open_graph(settings: Settings, db=None) -> GraphStore:
+    """The graph store chosen by ``settings.graph``. ``db`` is the embedded
+    :class:`~pilar.graph.sqlite.SqliteDatabase` to share with the page index.
+
+    Raises :class:`pilar.errors.ConfigError` for a backend that is not available.
+    """
+    from pilar.errors import ConfigError
+
+    if settings.graph == "sqlite":
+        from pilar.graph.sqlite import SqliteDatabase, SqliteGraphStore
+
+        return SqliteGraphStore(db or SqliteDatabase(settings.db_path))
+    if settings.graph == "neo4j":
+        from pilar.graph.neo4j import Neo4jGraphStore
+
+        if not settings.neo4j_uri:
+            raise ConfigError("PILAR_GRAPH=neo4j needs NEO4J_URI")
+        auth = ((settings.neo4j_username, settings.neo4j_password or "")
+                if settings.neo4j_username else None)
+        return Neo4jGraphStore(settings.neo4j_uri, auth)
+    raise ConfigError(f"graph backend {settings.graph!r} is not available yet")

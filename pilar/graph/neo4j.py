@@ -1,0 +1,286 @@
+"""The Neo4j graph backend (production), on the official ``neo4j`` driver.
+
+Layers as in DESIGN.md: (:Document), (:Page)-[:IN_DOCUMENT]->(:Document),
+(:Page)-[:NEXT]->(:Page), (:Support)-[:HAS_PROVENANCE]->(:Provenance)
+-[:ON_PAGE]->(:Page), (:Unit)-[:DERIVED_FROM]->(:Support), (:TableGrid), and
+with the assertion graph (:Assertion), (:Entity). Each document is written
+with UNWIND + MERGE batches inside ONE managed write transaction (the driver
+retries transient failures, then the error surfaces as a
+:class:`~pilar.errors.StoreError`), so a document is visible whole or not at
+all. The Cypher lives in this module; the schema in ``migrations/neo4j``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from pilar.errors import StoreError
+from pilar.migrations import migration_files
+from pilar.model import Document, Page, ParsedDocument, Provenance, Support, Unit, to_jsonable
+
+BATCH = 5000
+
+_DOC_FIELDS = "d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at"
+
+_WRITE_DOCUMENT = "MERGE (d:Document {doc_id: $doc.doc_id}) SET d += $doc"
+_WRITE_PAGES = """
+UNWIND $rows AS row
+MERGE (p:Page {page_id: row.page_id}) SET p += row
+WITH p MATCH (d:Document {doc_id: p.doc_id}) MERGE (p)-[:IN_DOCUMENT]->(d)
+"""
+_WRITE_NEXT = """
+UNWIND $rows AS row
+MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) MERGE (a)-[:NEXT]->(b)
+"""
+_WRITE_PROVENANCE = """
+UNWIND $rows AS row
+MERGE (n:Provenance {provenance_id: row.provenance_id}) SET n += row
+WITH n MATCH (p:Page {page_id: n.doc_id + ':' + toString(n.page)}) MERGE (n)-[:ON_PAGE]->(p)
+"""
+_WRITE_SUPPORTS = """
+UNWIND $rows AS row
+MERGE (s:Support {support_id: row.support_id}) SET s += row
+WITH s MATCH (p:Provenance {provenance_id: s.provenance_id}) MERGE (s)-[:HAS_PROVENANCE]->(p)
+"""
+_WRITE_UNITS = """
+UNWIND $rows AS row
+MERGE (u:Unit {unit_id: row.unit_id}) SET u += row
+WITH u MATCH (s:Support {support_id: u.support_id}) MERGE (u)-[:DERIVED_FROM]->(s)
+"""
+_WRITE_TABLES = """
+UNWIND $rows AS row
+MERGE (t:TableGrid {table_id: row.table_id}) SET t += row
+"""
+_DELETE_DOCUMENT = [
+    "MATCH (n:Unit {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Support {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Provenance {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:TableGrid {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Assertion {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Page {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Document {doc_id: $doc_id}) DETACH DELETE n RETURN count(n) AS deleted",
+]
+# entities no remaining document uses (SAME_AS edges alone do not keep them)
+_DELETE_ORPHAN_ENTITIES = """
+MATCH (e:Entity)
+WHERE NOT (e)-[:MENTIONED_IN|SUBJECT_OF]->() AND NOT ()-[:OBJECT]->(e)
+DETACH DELETE e
+"""
+
+NODE_LABELS = {"documents": "Document", "pages": "Page", "supports": "Support",
+               "provenance": "Provenance", "units": "Unit", "tables": "TableGrid",
+               "assertions": "Assertion", "entities": "Entity"}
+EDGE_TYPES = ("IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM",
+              "SUPPORTED_BY", "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS")
+
+
+def _batches(rows: list, size: int = BATCH) -> Iterator[list]:
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+def _prov_row(p: Provenance) -> dict[str, Any]:
+    row = to_jsonable(p)
+    row["section_path"] = list(p.section_path)
+    row["bbox"] = list(p.bbox) if p.bbox else None
+    return {k: v for k, v in row.items() if v is not None}
+
+
+class Neo4jGraphStore:
+    """GraphStore on a Neo4j 5 server (see :class:`pilar.graph.GraphStore`).
+
+    ``uri`` is a bolt/neo4j URI; ``auth`` a ``(user, password)`` pair or None.
+    Applies pending migrations on open. Raises :class:`StoreError` if the
+    server cannot be reached.
+    """
+
+    name = "neo4j"
+
+    def __init__(self, uri: str, auth: tuple[str, str] | None = None, database: str | None = None):
+        import neo4j
+
+        self._neo4j = neo4j
+        self.uri = uri
+        self.database = database
+        try:
+            self.driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+            self.driver.verify_connectivity()
+        except Exception as exc:  # noqa: BLE001 - any connection failure
+            raise StoreError(f"cannot reach Neo4j at {uri}: {exc}") from exc
+        self.migrate()
+
+    # -- schema ------------------------------------------------------------------
+    def migrate(self) -> list[int]:
+        """Apply ``migrations/neo4j/NNNN_*.cypher`` not yet recorded as
+        ``(:SchemaMigration {version})``; returns the versions applied. Idempotent."""
+        done = {r["v"] for r in self._read("MATCH (m:SchemaMigration) RETURN m.version AS v")}
+        applied = []
+        for version, path in migration_files("neo4j", ".cypher"):
+            if version in done:
+                continue
+            text = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                             if not line.strip().startswith("//"))
+            for statement in (s.strip() for s in text.split(";")):
+                if statement:
+                    self.driver.execute_query(statement, database_=self.database)
+            self.driver.execute_query(
+                "MERGE (m:SchemaMigration {version: $v}) SET m.name = $name, m.applied_at = $at",
+                v=version, name=path.name, at=datetime.now(timezone.utc).isoformat(),
+                database_=self.database)
+            applied.append(version)
+        return applied
+
+    def server_version(self) -> str:
+        rec = self._read("CALL dbms.components() YIELD name, versions, edition "
+                         "RETURN name, versions[0] AS version, edition")[0]
+        return f"{rec['name']} {rec['version']} {rec['edition']}"
+
+    # -- plumbing ----------------------------------------------------------------
+    def _read(self, query: str, **params) -> list[dict[str, Any]]:
+        try:
+            records, _, _ = self.driver.execute_query(
+                query, params, database_=self.database, routing_=self._neo4j.RoutingControl.READ)
+        except self._neo4j.exceptions.Neo4jError as exc:
+            raise StoreError(f"Neo4j read failed: {exc.message or exc}") from exc
+        return [r.data() for r in records]
+
+    def _write(self, work) -> Any:
+        try:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_write(work)
+        except (self._neo4j.exceptions.Neo4jError, self._neo4j.exceptions.DriverError) as exc:
+            raise StoreError(f"Neo4j write failed: {getattr(exc, 'message', None) or exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes are atomic per call (one managed transaction each); this
+        context exists for protocol symmetry with the embedded store."""
+        yield
+
+    def close(self) -> None:
+        self.driver.close()
+
+    # -- reads ---------------------------------------------------------------
+    def find_by_sha256(self, sha256: str) -> Document | None:
+        rows = self._read(f"MATCH (d:Document {{sha256: $sha}}) RETURN {_DOC_FIELDS}", sha=sha256)
+        return self._doc(rows[0]) if rows else None
+
+    def find_by_uri(self, uri: str) -> list[Document]:
+        return [self._doc(r) for r in self._read(
+            f"MATCH (d:Document {{uri: $uri}}) RETURN {_DOC_FIELDS}", uri=uri)]
+
+    def get_document(self, doc_id: str) -> Document | None:
+        rows = self._read(f"MATCH (d:Document {{doc_id: $id}}) RETURN {_DOC_FIELDS}", id=doc_id)
+        return self._doc(rows[0]) if rows else None
+
+    def documents(self) -> list[Document]:
+        return [self._doc(r) for r in self._read(
+            f"MATCH (d:Document) RETURN {_DOC_FIELDS} ORDER BY d.ingested_at, d.uri")]
+
+    def pages(self, page_ids: list[str]) -> dict[str, Page]:
+        rows = self._read("MATCH (p:Page) WHERE p.page_id IN $ids "
+                          "RETURN p.doc_id AS d, p.number AS n, p.text AS t, p.width AS w, "
+                          "p.height AS h", ids=page_ids)
+        pages = [Page(r["d"], r["n"], r["t"], r["w"], r["h"]) for r in rows]
+        return {p.page_id: p for p in pages}
+
+    def supports_on_pages(self, page_ids: list[str]) -> dict[str, list[Support]]:
+        out: dict[str, list[Support]] = {pid: [] for pid in page_ids}
+        rows = self._read(
+            "UNWIND $ids AS pid MATCH (pg:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)"
+            "<-[:HAS_PROVENANCE]-(s:Support) RETURN pid, s{.*} AS s, p{.*} AS p ORDER BY s.seq",
+            ids=page_ids)
+        for r in rows:
+            p, s = r["p"], r["s"]
+            prov = Provenance(
+                provenance_id=p["provenance_id"], doc_id=p["doc_id"], page=p["page"],
+                section_path=tuple(p.get("section_path") or ()),
+                bbox=tuple(p["bbox"]) if p.get("bbox") else None, css_path=p.get("css_path"),
+                table_index=p.get("table_index"), row=p.get("row"), col=p.get("col"),
+                cell_ids=tuple(p.get("cell_ids") or ()), char_start=p.get("char_start"),
+                char_end=p.get("char_end"))
+            out[r["pid"]].append(Support(support_id=s["support_id"], doc_id=s["doc_id"],
+                                         kind=s["kind"], text=s["text"], role=s["role"],
+                                         provenance=prov))
+        return out
+
+    def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]:
+        out: dict[str, list[Unit]] = {pid: [] for pid in page_ids}
+        rows = self._read(
+            "UNWIND $ids AS pid MATCH (u:Unit {doc_id: split(pid, ':')[0], "
+            "page: toInteger(split(pid, ':')[1])}) RETURN pid, u{.*} AS u ORDER BY u.seq",
+            ids=page_ids)
+        for r in rows:
+            u = r["u"]
+            out[r["pid"]].append(Unit(
+                unit_id=u["unit_id"], doc_id=u["doc_id"], page=u["page"], kind=u["kind"],
+                text=u["text"], completed_text=u["completed_text"], support_id=u["support_id"],
+                context=tuple(u.get("context") or ()), table_index=u.get("table_index"),
+                row_index=u.get("row_index"), headers=tuple(u.get("headers") or ()),
+                cells=tuple(u.get("cells") or ())))
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """Counts of every node label and edge type (keys as on every backend)."""
+        out = {}
+        for key, label in NODE_LABELS.items():
+            out[key] = self._read(f"MATCH (n:{label}) RETURN count(n) AS c")[0]["c"]
+        for rel in EDGE_TYPES:
+            out[rel] = self._read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS c")[0]["c"]
+        return out
+
+    # -- writes --------------------------------------------------------------
+    def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
+        """Write one document (deleting ``replaces`` first) in one managed transaction."""
+        doc = parsed.document
+        doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        pages = [{"page_id": p.page_id, "doc_id": p.doc_id, "number": p.number,
+                  "width": p.width, "height": p.height, "text": p.text} for p in parsed.pages]
+        nxt = [[a.page_id, b.page_id] for a, b in zip(parsed.pages, parsed.pages[1:])]
+        provs = [_prov_row(s.provenance) for s in parsed.supports]
+        supports = [{"support_id": s.support_id, "doc_id": s.doc_id, "kind": s.kind,
+                     "text": s.text, "role": s.role, "seq": i,
+                     "provenance_id": s.provenance.provenance_id}
+                    for i, s in enumerate(parsed.supports)]
+        units = [{**{k: v for k, v in to_jsonable(u).items() if v is not None}, "seq": i}
+                 for i, u in enumerate(parsed.units)]
+        tables = [{"table_id": f"{t.doc_id}:t{t.table_index}", "doc_id": t.doc_id,
+                   "table_index": t.table_index, "page": t.page,
+                   "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
+
+        def work(tx):
+            for old in replaces:
+                self._delete_in(tx, old)
+            tx.run(_WRITE_DOCUMENT, doc=to_jsonable(doc)).consume()
+            for query, rows in ((_WRITE_PAGES, pages), (_WRITE_NEXT, nxt),
+                                (_WRITE_PROVENANCE, provs), (_WRITE_SUPPORTS, supports),
+                                (_WRITE_UNITS, units), (_WRITE_TABLES, tables)):
+                for batch in _batches(rows):
+                    tx.run(query, rows=batch).consume()
+
+        self._write(work)
+        return doc
+
+    def delete_document(self, doc_id: str) -> bool:
+        return bool(self._write(lambda tx: self._delete_in(tx, doc_id)))
+
+    @staticmethod
+    def _delete_in(tx, doc_id: str) -> int:
+        deleted = 0
+        for query in _DELETE_DOCUMENT:
+            result = tx.run(query, doc_id=doc_id)
+            rec = result.single() if "RETURN" in query else result.consume()
+            if "RETURN" in query:
+                deleted = rec["deleted"]
+        tx.run(_DELETE_ORPHAN_ENTITIES).consume()
+        return deleted
+
+    @staticmethod
+    def _doc(r: dict[str, Any]) -> Document:
+        return Document(doc_id=r["d.doc_id"], uri=r["d.uri"], title=r["d.title"] or "",
+                        media_type=r["d.media_type"], sha256=r["d.sha256"],
+                        n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "")

@@ -1,0 +1,86 @@
+"""Ingestion: files -> pages -> supports, tables, units.
+
+Ingest parses and returns records (:class:`pilar.model.ParsedDocument`); it
+never touches a store. :func:`parse` is the entry point, usable without one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pilar.config import Settings
+from pilar.errors import IngestError
+from pilar.ingest.sniff import HTML, PDF, maybe_gunzip, sniff
+from pilar.model import Document, ParsedDocument
+
+__all__ = ["parse", "read_source", "new_document"]
+
+
+def read_source(path: Path, settings: Settings) -> bytes:
+    """Read a file's bytes, refusing directories, unreadable and oversize files.
+
+    Raises :class:`IngestError` with a one-line reason.
+    """
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise IngestError("not a regular file", str(path))
+        if size > settings.max_file_bytes:
+            raise IngestError(
+                f"file is {size / 2**20:.0f} MiB, over the "
+                f"{settings.max_file_bytes / 2**20:.0f} MiB limit", str(path))
+        return path.read_bytes()
+    except PermissionError:
+        raise IngestError("permission denied", str(path)) from None
+    except FileNotFoundError:
+        raise IngestError("no such file", str(path)) from None
+    except IsADirectoryError:
+        raise IngestError("is a directory", str(path)) from None
+    except OSError as exc:
+        raise IngestError(f"cannot read: {exc.strerror or exc}", str(path)) from None
+
+
+def new_document(data: bytes, uri: str, media_type: str) -> Document:
+    """A :class:`Document` keyed by the SHA-256 of ``data`` (title and page
+    count filled in by the parser)."""
+    digest = hashlib.sha256(data).hexdigest()
+    return Document(doc_id=digest[:16], uri=uri, title=Path(uri).stem if uri else "",
+                    media_type=media_type, sha256=digest, n_pages=0)
+
+
+def parse(source: str | Path | bytes, *, uri: str | None = None,
+          settings: Settings | None = None) -> ParsedDocument:
+    """Parse a file (path) or its bytes into a :class:`ParsedDocument`.
+
+    The type is sniffed from the content (gzip is inflated first, within
+    ``settings.max_html_bytes``). ``uri`` names the source in the document
+    (default: the absolute path, or ``"<bytes>"``).
+
+    Raises :class:`pilar.errors.IngestError` (or its subclass
+    :class:`~pilar.errors.UnsupportedTypeError`) with a one-line reason.
+    """
+    settings = settings or Settings()
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        data = read_source(path, settings)
+        uri = uri or str(path.resolve())
+    else:
+        data = bytes(source)
+        uri = uri or "<bytes>"
+    try:
+        raw = data
+        data = maybe_gunzip(data, settings.max_html_bytes)
+        media_type = sniff(data)
+        doc = new_document(raw, uri, media_type)
+        if media_type == PDF:
+            from pilar.ingest.pdf import parse_pdf
+
+            return parse_pdf(data, doc, settings)
+        from pilar.ingest.html import parse_html
+
+        return parse_html(data, doc, settings)
+    except IngestError as exc:
+        if exc.path is None:
+            exc.path = uri
+        raise

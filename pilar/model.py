@@ -1,0 +1,312 @@
+"""Typed records shared by every layer of pilar.
+
+Plain ``dataclasses`` with ``slots``: cheap to build by the thousand at parse
+time (Tessera §3.6 parses a page in ~15 ms) and easy to turn into JSON with
+:func:`to_jsonable`. The layers follow the four-layer graph of PILAR §3.3 and
+DESIGN.md: documents and pages, supports with provenance, assertions and
+entities, plus the query-time records (ranked pages, evidence units, packets).
+
+Units: bounding boxes are ``(x0, y0, x1, y1)`` in PDF points for PDFs (origin
+top-left, as PyMuPDF reports them) and are absent for HTML, where provenance
+is a CSS path instead. Page numbers are 1-based. Token counts are reader
+tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BBox = tuple[float, float, float, float]
+"""(x0, y0, x1, y1) in PDF points, origin top-left."""
+
+SupportKind = Literal[
+    "paragraph",
+    "heading",
+    "list_item",
+    "definition",
+    "caption",
+    "table",
+    "row",
+    "cell",
+    "figure",
+    "footnote",
+]
+SupportRole = Literal["primary", "contextual", "scope", "exception"]
+UnitKind = Literal["paragraph", "list_item", "definition", "caption", "heading", "row"]
+
+
+@dataclass(slots=True)
+class Document:
+    """One ingested file (DESIGN.md "Document").
+
+    ``doc_id`` is the first 16 hex digits of the SHA-256 of the file's bytes,
+    so the same bytes always get the same id; ``uri`` is where it was read
+    from (an absolute path for local files).
+    """
+
+    doc_id: str
+    uri: str
+    title: str
+    media_type: str  # "text/html" | "application/pdf"
+    sha256: str
+    n_pages: int
+    ingested_at: str = ""  # ISO-8601 UTC, set by the store
+
+
+@dataclass(slots=True)
+class Page:
+    """A page of a document; HTML documents have exactly one page.
+
+    ``width``/``height`` are PDF points (0 for HTML). ``text`` is the page's
+    plain text as indexed for BM25 and dense retrieval.
+    """
+
+    doc_id: str
+    number: int  # 1-based
+    text: str
+    width: float = 0.0
+    height: float = 0.0
+
+    @property
+    def page_id(self) -> str:
+        """``doc_id:number``, the page's key in every store."""
+        return f"{self.doc_id}:{self.number}"
+
+
+@dataclass(slots=True)
+class Provenance:
+    """Where a support comes from (PILAR §3.3, App. E.7).
+
+    ``bbox`` in PDF points for PDFs; ``css_path`` for HTML. Table supports
+    carry ``table_index`` (0-based, document order), ``row`` and ``col``
+    (0-based grid coordinates) and ``cell_ids``.
+    """
+
+    provenance_id: str
+    doc_id: str
+    page: int
+    section_path: tuple[str, ...] = ()
+    bbox: BBox | None = None
+    css_path: str | None = None
+    table_index: int | None = None
+    row: int | None = None
+    col: int | None = None
+    cell_ids: tuple[str, ...] = ()
+    char_start: int | None = None
+    char_end: int | None = None
+
+
+@dataclass(slots=True)
+class Support:
+    """An evidence support: a text span, table row or cell, figure, caption
+    (PILAR App. E.7). Every support has exactly one :class:`Provenance`."""
+
+    support_id: str
+    doc_id: str
+    kind: SupportKind
+    text: str
+    provenance: Provenance
+    role: SupportRole = "primary"
+
+
+@dataclass(slots=True)
+class GridCell:
+    """One slot of a resolved :class:`TableGrid`.
+
+    A source cell spanning several rows or columns fills several slots that
+    share ``cell_id`` (``origin`` is the slot where it starts).
+    """
+
+    cell_id: str
+    text: str
+    is_header: bool = False
+    origin: tuple[int, int] = (0, 0)  # (row, col) where the source cell starts
+    bbox: BBox | None = None
+    css_path: str | None = None  # HTML: the source cell's CSS path
+
+
+RowKind = Literal["header", "title", "group", "body", "keyvalue"]
+
+
+@dataclass(slots=True)
+class TableGrid:
+    """A table resolved into a rectangular grid (Tessera §3.3 "faithful grid").
+
+    ``cells[r][c]`` is a :class:`GridCell`; ``row_kinds[r]`` says what the
+    row is; ``header_paths[c]`` is the combined multi-row header of column
+    ``c`` (e.g. ``("Peak chart positions", "US")``); ``group_labels[r]`` is
+    the label of the group row governing body row ``r`` (or ``None``).
+    HTML and PDF tables share this model.
+    """
+
+    table_index: int
+    doc_id: str
+    page: int
+    cells: list[list[GridCell]]
+    row_kinds: list[RowKind]
+    header_paths: list[tuple[str, ...]]
+    group_labels: list[str | None]
+    caption: str = ""
+    title: str = ""
+    section_path: tuple[str, ...] = ()
+    kind: Literal["table", "infobox"] = "table"
+    css_path: str | None = None
+    bbox: BBox | None = None
+    parent_index: int | None = None  # enclosing table for nested tables
+    # HTML: 0-based position among the document's table.wikitable elements in
+    # document order, nested included (how WikiTableQuestions numbers tables)
+    wikitable_index: int | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.cells)
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.cells[0]) if self.cells else 0
+
+
+@dataclass(slots=True)
+class Unit:
+    """A structure-completed evidence unit (Tessera §3.3).
+
+    ``text`` is the unit's own content; ``completed_text`` adds the page
+    title, section path, table caption/title and, for rows, each cell paired
+    with its header path ("Header > Sub: value"). ``context`` is the grouping
+    key used by packing (title > section > table caption), ``headers`` the
+    header paths of a row unit's columns.
+    """
+
+    unit_id: str
+    doc_id: str
+    page: int
+    kind: UnitKind
+    text: str
+    completed_text: str
+    support_id: str
+    context: tuple[str, ...] = ()
+    table_index: int | None = None
+    row_index: int | None = None
+    headers: tuple[str, ...] = ()
+    cells: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    """What ingestion returns for one file: the document and its layers, not
+    yet stored. ``warnings`` holds non-fatal notes (spans capped, pages
+    skipped, ...)."""
+
+    document: Document
+    pages: list[Page]
+    supports: list[Support] = field(default_factory=list)
+    tables: list[TableGrid] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+IngestStatus = Literal["ingested", "replaced", "unchanged", "failed"]
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """Outcome of ingesting one file. ``reason`` is set when ``failed``."""
+
+    path: str
+    status: IngestStatus
+    doc_id: str | None = None
+    n_pages: int = 0
+    n_supports: int = 0
+    n_units: int = 0
+    reason: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class RankedPage:
+    """A page returned by retrieval with its score parts (PILAR §3.4).
+
+    ``score`` = 0.4 * ``bm25`` (min-max normalised over the candidates)
+    + 0.6 * ``dense`` (cosine), plus any graph bonuses in ``trace``.
+    """
+
+    page_id: str
+    doc_id: str
+    number: int
+    score: float
+    source: str  # the document's uri
+    title: str = ""
+    bm25: float = 0.0
+    dense: float = 0.0
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Citation:
+    """Where one packet line comes from: document, page, section, bbox/cell."""
+
+    doc_id: str
+    source: str
+    page: int
+    section_path: tuple[str, ...] = ()
+    support_id: str | None = None
+    bbox: BBox | None = None
+    css_path: str | None = None
+    cell: tuple[int, int] | None = None  # (row, col) for table rows/cells
+    table_index: int | None = None
+
+
+@dataclass(slots=True)
+class PacketItem:
+    """One excerpt of a packet with its citation and token cost."""
+
+    text: str
+    citation: Citation
+    tokens: int
+    page_id: str = ""
+
+
+@dataclass(slots=True)
+class Packet:
+    """The evidence packet handed to a reader (PILAR §3.5, App. G.1).
+
+    ``text`` never exceeds ``budget`` tokens as counted by ``tokenizer``;
+    ``estimate`` is true when that tokenizer is not the reader's own.
+    """
+
+    text: str
+    items: list[PacketItem]
+    budget: int
+    tokens: int
+    tokenizer: str = ""
+    estimate: bool = True
+
+    @property
+    def citations(self) -> list[Citation]:
+        return [item.citation for item in self.items]
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """What :meth:`pilar.Pilar.search` returns: ranked pages and the packet."""
+
+    question: str
+    pages: list[RankedPage]
+    packet: Packet
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn records (and lists/dicts/tuples of them) into JSON-safe values.
+
+    Properties that are part of a record's identity (``page_id``,
+    ``citations``) are not included; callers add what they need.
+    """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    return obj

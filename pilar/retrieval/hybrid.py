@@ -1,0 +1,72 @@
+"""Hybrid page retrieval (PILAR §3.4, App. E.6, H.1).
+
+``s_base(p, q) = 0.4 * BM25_norm(p, q) + 0.6 * dense(p, q)``: BM25 min-max
+normalised over the candidate set, dense = cosine of the page's best chunk;
+the candidates are the union of the BM25 and dense top lists, and the top
+``shortlist`` (40) pages by hybrid score form the shortlist.
+"""
+
+from __future__ import annotations
+
+from pilar.config import Settings
+from pilar.graph import GraphStore
+from pilar.model import RankedPage
+from pilar.retrieval import PageIndex
+from pilar.retrieval.embeddings import Embedder
+
+
+def min_max(scores: dict[str, float]) -> dict[str, float]:
+    """Scale values to [0, 1] over the given set (all 1.0 if they are equal)."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return {k: 1.0 for k in scores}
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+class HybridRetriever:
+    """Scores pages of ``index`` for a question; see the module docstring.
+
+    ``pool`` is how many pages each of BM25 and dense contribute to the
+    candidate set before hybrid scoring (default: 2 x shortlist).
+    """
+
+    def __init__(self, graph: GraphStore, index: PageIndex, embedder: Embedder,
+                 settings: Settings, pool: int | None = None):
+        self.graph = graph
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+        self.pool = pool or 2 * settings.shortlist
+
+    def shortlist(self, question: str) -> list[RankedPage]:
+        """The top ``settings.shortlist`` pages, best first, with score parts."""
+        s = self.settings
+        bm25 = self.index.bm25(question, self.pool)
+        query = self.embedder.encode([question])[0]
+        dense_top = self.index.dense(query, self.pool)
+        candidates = list(dict.fromkeys([*bm25, *dense_top]))
+        dense = self.index.dense(query, page_ids=candidates)
+        norm = min_max({pid: bm25.get(pid, 0.0) for pid in candidates})
+        scored = sorted(
+            ((s.bm25_weight * norm[pid] + s.dense_weight * dense[pid], pid) for pid in candidates),
+            key=lambda t: (-t[0], t[1]),
+        )[: s.shortlist]
+        return self._ranked(scored, norm, dense, bm25)
+
+    def _ranked(self, scored, norm, dense, bm25) -> list[RankedPage]:
+        doc_cache: dict[str, tuple[str, str]] = {}
+        out = []
+        for score, pid in scored:
+            doc_id, _, number = pid.rpartition(":")
+            if doc_id not in doc_cache:
+                doc = self.graph.get_document(doc_id)
+                doc_cache[doc_id] = (doc.uri, doc.title) if doc else ("", "")
+            uri, title = doc_cache[doc_id]
+            out.append(RankedPage(
+                page_id=pid, doc_id=doc_id, number=int(number), score=round(score, 6),
+                source=uri, title=title, bm25=round(norm[pid], 6), dense=round(dense[pid], 6),
+                trace={"bm25_raw": round(bm25.get(pid, 0.0), 4), "base": round(score, 6)},
+            ))
+        return out

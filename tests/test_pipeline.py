@@ -1,0 +1,188 @@
+"""End-to-end tests of the embedded default: real SQLite file, real
+sentence-transformers model, real Wikipedia pages from tests/fixtures/corpus."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pilar import Pilar
+from pilar.graph.sqlite import SqliteGraphStore
+from pilar.retrieval.sqlite import SqlitePageIndex
+from tests.conftest import FIXTURES
+
+CORPUS = FIXTURES / "corpus"
+
+
+def _questions() -> list[tuple[str, str, list[str]]]:
+    rows = (CORPUS / "questions.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    out = []
+    for row in rows:
+        _qid, question, page_id, answers, _lookup = row.split("\t")
+        out.append((question, page_id, answers.split(" | ")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory) -> Pilar:
+    """A store with the fixture corpus ingested (shared by the read-only tests)."""
+    p = Pilar(home=tmp_path_factory.mktemp("pilar"))
+    results = p.ingest([CORPUS])
+    assert [r.status for r in results if r.path.endswith(".html")] == ["ingested"] * 12
+    return p
+
+
+def _counts(p: Pilar) -> dict[str, int]:
+    return {**p.stats(), "index_pages": p.index.count()}
+
+
+def test_ingest_stores_pages_supports_and_index(embedded: Pilar):
+    stats = embedded.stats()
+    assert stats["documents"] == 12
+    assert stats["pages"] == 12
+    assert stats["supports"] > 12 * 5
+    assert stats["provenance"] == stats["supports"]
+    assert embedded.index.count() == 12
+    stems = {Path(d.uri).stem for d in embedded.docs()}
+    assert stems == {path.stem for path in CORPUS.glob("*.html")}
+    titles = {d.title for d in embedded.docs()}
+    assert "Peter Widén" in titles  # the MediaWiki lead's bold subject (no <title> in the page)
+
+
+def test_store_file_is_wal_sqlite_with_migrations(embedded: Pilar):
+    path = embedded.settings.db_path
+    assert path.is_file()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 2
+    tokenizer = con.execute("SELECT sql FROM sqlite_master WHERE name='page_fts'").fetchone()[0]
+    assert "porter unicode61" in tokenizer
+
+
+def test_page_vectors_are_normalised_float32(embedded: Pilar):
+    import numpy as np
+
+    blob = embedded.index.db.conn.execute("SELECT vector FROM page_vectors LIMIT 1").fetchone()[0]
+    vec = np.frombuffer(blob, dtype="<f4")
+    assert vec.shape == (384,)
+    assert abs(float(np.linalg.norm(vec)) - 1.0) < 1e-4
+
+
+def test_search_ranks_gold_page_and_packs_cited_excerpts(embedded: Pilar):
+    result = embedded.search("what is the tallest building in kanpur?", budget=600, k=5)
+    assert result.pages[0].source.endswith("204-541.html")
+    assert result.pages[0].score >= result.pages[1].score
+    packet = result.packet
+    assert 0 < packet.tokens <= 600
+    assert "Ratan Planet" in packet.text
+    assert all(c.doc_id and c.page >= 1 and c.source for c in packet.citations)
+    assert any(c.section_path for c in packet.citations)
+
+
+def test_retrieval_recall_at_10_on_fixture_questions(embedded: Pilar):
+    questions = _questions()
+    hits = 0
+    for question, page_id, _answers in questions:
+        pages = embedded.search(question, k=10).pages
+        hits += any(Path(p.source).stem == page_id for p in pages[:10])
+    # 12 pages and 63 questions: the gold page must be in the top 10 nearly always
+    assert hits / len(questions) >= 0.95
+
+
+def test_packet_never_exceeds_budget(embedded: Pilar):
+    for budget in (50, 200, 1000, 4500):
+        result = embedded.search("which broadcaster hosted 3 titles?", budget=budget)
+        assert result.packet.tokens <= budget
+        assert embedded.tokens.count(result.packet.text) == result.packet.tokens
+
+
+def test_reingest_same_bytes_is_a_noop(embedded: Pilar):
+    before = _counts(embedded)
+    results = embedded.ingest([CORPUS / "204-903.html"])
+    assert [r.status for r in results] == ["unchanged"]
+    assert _counts(embedded) == before
+
+
+def test_changed_bytes_replace_the_old_version(tmp_path: Path):
+    p = Pilar(home=tmp_path / "home")
+    doc = tmp_path / "page.html"
+    shutil.copy(CORPUS / "204-903.html", doc)
+    first = p.ingest([doc])[0]
+    doc.write_bytes(doc.read_bytes().replace(b"Sophie Colquhoun", b"Sophie Q. Colquhoun"))
+    second = p.ingest([doc])[0]
+    assert (first.status, second.status) == ("ingested", "replaced")
+    assert first.doc_id != second.doc_id
+    assert [d.doc_id for d in p.docs()] == [second.doc_id]
+    assert p.index.count() == 1
+    assert "Sophie Q. Colquhoun" in p.search("Sophie Colquhoun").packet.text
+
+
+def test_delete_removes_graph_and_index_rows(tmp_path: Path):
+    p = Pilar(home=tmp_path)
+    r = p.ingest([CORPUS / "204-268.html", CORPUS / "204-133.html"])
+    assert p.delete(r[0].doc_id) is True
+    assert p.delete(r[0].doc_id) is False
+    assert [d.doc_id for d in p.docs()] == [r[1].doc_id]
+    assert p.stats()["pages"] == 1 and p.index.count() == 1
+    con = p.index.db.conn
+    assert con.execute("SELECT count(*) FROM page_fts WHERE page_fts MATCH 'Maurice'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("where", ["graph", "index"])
+def test_failure_mid_document_leaves_store_unchanged(tmp_path: Path, monkeypatch, where):
+    p = Pilar(home=tmp_path)
+    p.ingest([CORPUS / "204-268.html"])
+    before = _counts(p)
+    docs_before = p.docs()
+
+    if where == "graph":
+        original = SqliteGraphStore.write_document
+
+        def broken(self, parsed, replaces=()):
+            original(self, parsed, replaces)  # every graph row written...
+            raise sqlite3.OperationalError("disk I/O error (injected)")  # ...then a failure
+
+        monkeypatch.setattr(SqliteGraphStore, "write_document", broken)
+    else:
+        original = SqlitePageIndex.add_pages
+
+        def broken(self, pages, vectors):
+            original(self, pages[:1], vectors[:1])
+            raise sqlite3.OperationalError("disk I/O error (injected)")
+
+        monkeypatch.setattr(SqlitePageIndex, "add_pages", broken)
+
+    results = p.ingest([CORPUS / "204-133.html", CORPUS / "204-445.html"])
+    assert [r.status for r in results] == ["failed", "failed"]
+    assert "injected" in results[0].reason
+    assert _counts(p) == before
+    assert p.docs() == docs_before
+    monkeypatch.undo()
+    assert [r.status for r in p.ingest([CORPUS / "204-133.html"])] == ["ingested"]
+
+
+def test_bad_files_get_one_clear_reason_and_the_batch_goes_on(tmp_path: Path, hostile: Path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    shutil.copy(hostile / "empty-0.pdf", bad / "a-empty.pdf")
+    shutil.copy(hostile / "binary-named-html-0.html", bad / "b-binary.html")
+    shutil.copy(hostile / "docx-named-pdf-0.pdf", bad / "c-docx.pdf")
+    shutil.copy(hostile / "encrypted-user-0.pdf", bad / "d-encrypted.pdf")
+    shutil.copy(hostile / "truncated-0.pdf", bad / "e-truncated.pdf")
+    shutil.copy(CORPUS / "204-268.html", bad / "f-good.html")
+    p = Pilar(home=tmp_path / "home")
+    results = {Path(r.path).name: r for r in p.ingest([bad, bad / "missing.pdf"])}
+    assert results["a-empty.pdf"].reason == "empty file"
+    assert "unsupported file type" in results["b-binary.html"].reason
+    assert "ZIP" in results["c-docx.pdf"].reason
+    assert "encrypt" in results["d-encrypted.pdf"].reason.lower()
+    assert results["e-truncated.pdf"].status in ("ingested", "failed")
+    assert results["f-good.html"].status == "ingested"
+    assert results["missing.pdf"].reason == "no such file"
+    for r in results.values():
+        if r.status == "failed":
+            assert r.reason and "\n" not in r.reason
+    assert [Path(d.uri).name for d in p.docs()] == ["f-good.html"]
