@@ -127,5 +127,48 @@ def stats(home: HomeOpt = None) -> None:
     out.print_json(json.dumps(_pilar(home).stats()))
 
 
+@app.command()
+def migrate(home: HomeOpt = None) -> None:
+    """Apply pending schema migrations (idempotent)."""
+    out.print_json(json.dumps(_pilar(home).migrate()))
+
+
+def _param(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+@app.command()
+def cypher(query: str,
+           param: Annotated[Optional[list[str]], typer.Option(
+               "--param", "-p", help="KEY=VALUE (VALUE read as JSON when it parses)")] = None,
+           timeout: Annotated[float, typer.Option(help="seconds before the server aborts")] = 30.0,
+           limit: Annotated[int, typer.Option(help="row cap")] = 1000,
+           home: HomeOpt = None) -> None:
+    """Run a READ-ONLY Cypher query on the Neo4j graph and print JSON rows."""
+    from pilar.errors import PilarError
+    from pilar.graph.explore import CypherError
+
+    params = dict(_param(p) for p in param or [])
+    try:
+        result = _pilar(home).cypher(query, params, timeout=timeout, row_cap=limit)
+    except CypherError as exc:
+        kind = "refused (client error)" if exc.is_client_error else "failed"
+        err.print(f"[red]query {kind}:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    except PilarError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    out.print_json(json.dumps({"columns": result.columns, "rows": result.rows}, ensure_ascii=False))
+    if result.truncated:
+        err.print(f"[yellow]cut at the row cap of {result.row_cap} rows; "
+                  f"use --limit or LIMIT to see more[/]")
+
+
 def main() -> None:
     app()

@@ -24,6 +24,13 @@ def default_home() -> Path:
     return Path(base) / "pilar"
 
 
+PROFILES: dict[str, dict[str, float]] = {
+    "single-shot": {"pool": 20, "same_section_bonus": 0.0},
+    "multi-hop": {"pool": 60, "adjacent_bonus": 0.0},
+}
+"""Overrides per retrieval profile (PILAR App. D.4, H.1)."""
+
+
 class Settings(BaseSettings):
     """All of pilar's settings. Every field reads ``PILAR_<NAME>`` unless an
     alias is given (the Neo4j and Elasticsearch ones use their usual names).
@@ -47,6 +54,24 @@ class Settings(BaseSettings):
     dense_weight: float = 0.6
     shortlist: int = 40
     top_k: int = 10
+
+    # graph linking with relevance gates (PILAR §3.4, App. E.6 constants)
+    profile: Literal["single-shot", "multi-hop"] = "single-shot"
+    pool: int = Field(40, description="shortlist pages that seed priors and expansion")
+    seed_ratio: float = Field(0.9, description="seeds score at least this share of the best")
+    adjacent_bonus: float = 0.04
+    same_section_bonus: float = 0.015
+    alias_bonus: float = 0.12
+    graph_bonus: float = 0.08
+    gate: float = Field(0.35, description="an expanded page stays only if dense >= gate")
+    expansion_limit: int = Field(50, description="pages reached per entity and path kind")
+    entity_match: float = Field(90.0, description="rapidfuzz score (0-100) for query entities")
+
+    # packing (PILAR App. G.1; Tessera §3.4-3.5)
+    base_share: float = Field(0.7, description="budget share of base pages")
+    max_expanded_pages: int = 2
+    prefilter: int = Field(100, description="units kept by the lexical prefilter")
+    item_tokens: int = Field(1024, description="token cap of one page excerpt")
 
     # ingestion limits (bad input)
     max_file_bytes: int = 200 * 1024 * 1024
@@ -87,6 +112,14 @@ class Settings(BaseSettings):
     elasticsearch_api_key: str | None = Field(
         None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
     )
+
+    def profiled(self) -> "Settings":
+        """These settings with the ``profile``'s overrides applied: ``single-shot``
+        (PILAR's tuned setting: pool of 20, no same-section bonus) or
+        ``multi-hop`` (no adjacent bonus, pool of 60). Settings given
+        explicitly (environment, ``.env`` or arguments) win over the profile."""
+        update = {k: v for k, v in PROFILES[self.profile].items() if k not in self.model_fields_set}
+        return self.model_copy(update=update)
 
     @property
     def db_path(self) -> Path:

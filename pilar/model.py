@@ -193,6 +193,58 @@ class Unit:
     cells: tuple[str, ...] = ()
 
 
+Modality = Literal["text", "table", "figure"]
+
+
+@dataclass(slots=True)
+class Assertion:
+    """A subject-predicate-object claim with qualifiers (PILAR §3.2, App. E.5).
+
+    ``predicate`` is from the closed, normalised inventory; ``supports`` are
+    the ids of the supports that license it (``SUPPORTED_BY`` edges, with
+    ``role`` per support); ``subject_entity``/``object_entity`` are entity ids
+    once linked (``SUBJECT_OF`` / ``OBJECT`` edges).
+    """
+
+    assertion_id: str
+    doc_id: str
+    subject: str
+    predicate: str
+    object: str
+    modality: Modality
+    supports: tuple[str, ...]
+    qualifiers: dict[str, str] = field(default_factory=dict)
+    confidence: float = 1.0
+    grounded: bool = True
+    extractor: str = ""
+    subject_entity: str | None = None
+    object_entity: str | None = None
+
+
+@dataclass(slots=True)
+class Entity:
+    """A canonical entity (PILAR App. E.2). Entities are shared across
+    documents: ``entity_id`` derives from ``type`` and the normalised name;
+    ``mentions`` are support ids (``MENTIONED_IN`` edges)."""
+
+    entity_id: str
+    name: str
+    type: str = "thing"
+    aliases: tuple[str, ...] = ()
+    mentions: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class SameAs:
+    """A ``SAME_AS`` link between two entities, with its score in [0, 1] and
+    the method that found it (``alias``, ``fuzzy``, ...)."""
+
+    source: str
+    target: str
+    score: float
+    method: str
+
+
 @dataclass(slots=True)
 class ParsedDocument:
     """What ingestion returns for one file: the document and its layers, not
@@ -204,6 +256,9 @@ class ParsedDocument:
     supports: list[Support] = field(default_factory=list)
     tables: list[TableGrid] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
+    assertions: list[Assertion] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    same_as: list[SameAs] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -254,8 +309,9 @@ class Citation:
     support_id: str | None = None
     bbox: BBox | None = None
     css_path: str | None = None
-    cell: tuple[int, int] | None = None  # (row, col) for table rows/cells
     table_index: int | None = None
+    row: int | None = None  # grid row of a table row or cell
+    col: int | None = None  # grid column of a table cell
 
 
 @dataclass(slots=True)

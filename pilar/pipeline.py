@@ -19,11 +19,13 @@ from pilar.config import Settings
 from pilar.errors import IngestError, PilarError
 from pilar.graph import open_graph
 from pilar.ingest import parse, read_source
-from pilar.model import Document, IngestResult, ParsedDocument, SearchResult
-from pilar.packing.packet import build_packet
+from pilar.model import Document, IngestResult, Packet, ParsedDocument, RankedPage, SearchResult
+from pilar.packing.packet import PageEvidence, assemble
+from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval import open_index
 from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
@@ -78,8 +80,26 @@ class Pilar:
                                        self.settings.embedding_model)
 
     @cached_property
-    def retriever(self) -> HybridRetriever:
+    def hybrid(self) -> HybridRetriever:
         return HybridRetriever(self.graph, self.index, self.embedder, self.settings)
+
+    def retriever(self, profile: str | None = None) -> GraphRetriever:
+        """The graph-linking retriever for ``profile`` (default: settings')."""
+        settings = self.settings
+        if profile and profile != settings.profile:
+            settings = settings.model_copy(update={"profile": profile})
+        return GraphRetriever(self.graph, self.index, self.hybrid, settings.profiled())
+
+    @cached_property
+    def selector(self) -> UnitSelector:
+        cross = None
+        if self.settings.reranker_model:
+            from sentence_transformers import CrossEncoder
+
+            from pilar.retrieval.embeddings import resolve_model_path
+
+            cross = CrossEncoder(resolve_model_path(self.settings.reranker_model), device="cpu")
+        return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter)
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
@@ -144,6 +164,7 @@ class Pilar:
         for page in parsed.pages:
             chunks = self.embedder.chunk(page.text, parsed.document.title)
             vectors.append(self.embedder.encode(chunks))
+        unit_vectors = self.embedder.encode([u.completed_text for u in parsed.units])
         old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
         # the index transaction encloses the graph write: if the graph write
         # fails the index rolls back; on the embedded store both share one
@@ -152,20 +173,38 @@ class Pilar:
             for doc_id in old:
                 self.index.delete_document(doc_id)
             self.index.add_pages(parsed.pages, vectors)
+            self.index.add_units(parsed.document.doc_id, [u.unit_id for u in parsed.units],
+                                 unit_vectors)
             self.graph.write_document(parsed, replaces=old)
         return bool(old)
 
     # -- queries ---------------------------------------------------------------
-    def search(self, question: str, budget: int | None = None, k: int | None = None) -> SearchResult:
-        """Ranked pages (best first, at most ``k``) and an evidence packet of at
-        most ``budget`` tokens for ``question``."""
+    def search(self, question: str, budget: int | None = None, k: int | None = None,
+               profile: str | None = None) -> SearchResult:
+        """Ranked pages (best first, at most ``k``, each with a ``trace`` of
+        its score parts and graph path) and an evidence packet of at most
+        ``budget`` tokens (PILAR §3.4-3.5, Tessera §3.4-3.5). ``profile`` is
+        ``single-shot`` or ``multi-hop`` (default: ``PILAR_PROFILE``)."""
         budget = budget or self.settings.budget
         k = k or self.settings.top_k
-        pages = self.retriever.shortlist(question)[:k]
+        pages = self.retriever(profile).search(question, k)
+        return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
+
+    def pack(self, question: str, pages: list[RankedPage], budget: int,
+             use_units: bool = True) -> Packet:
+        """The packet for already ranked ``pages`` (see :func:`pilar.packing.packet.assemble`)."""
         ids = [p.page_id for p in pages]
-        packet = build_packet(question, pages, self.graph.units_on_pages(ids),
-                              self.graph.supports_on_pages(ids), self.tokens, budget)
-        return SearchResult(question=question, pages=pages, packet=packet)
+        supports = self.graph.supports_on_pages(ids)
+        evidence = {p.page_id: PageEvidence(p, supports.get(p.page_id, [])) for p in pages}
+        selected = []
+        if use_units:
+            units = self.graph.units_on_pages(ids)
+            anchors = [(rank, u) for rank, pid in enumerate(ids) for u in units.get(pid, [])]
+            selected = self.selector.select(question, anchors)
+        s = self.settings
+        return assemble(question, pages, evidence, selected, self.tokens, budget,
+                        base_share=s.base_share, max_expanded=s.max_expanded_pages,
+                        item_tokens=s.item_tokens, use_units=use_units)
 
     def docs(self) -> list[Document]:
         """Stored documents, oldest first."""
@@ -178,5 +217,31 @@ class Pilar:
             return self.graph.delete_document(doc_id)
 
     def stats(self) -> dict[str, int]:
-        """Counts per layer, the same keys on every backend."""
+        """Counts of documents, pages, supports, provenance, units, tables,
+        assertions, entities and each edge type; the same keys on every backend."""
         return self.graph.stats()
+
+    def migrate(self) -> dict[str, list[int]]:
+        """Apply pending schema migrations to every store (idempotent; the
+        stores also migrate on open). Returns the versions applied per store."""
+        out = {}
+        for name, store in (("graph", self.graph), ("index", self.index)):
+            db = getattr(store, "db", None)
+            target = db if db is not None else store
+            if hasattr(target, "migrate"):
+                out[f"{name}:{store.name}"] = target.migrate()
+        return out
+
+    def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
+               row_cap: int = 1000):
+        """Run a read-only Cypher query on the Neo4j graph
+        (:func:`pilar.graph.explore.run_read_query`); raises
+        :class:`~pilar.errors.ConfigError` when the graph is not on Neo4j."""
+        from pilar.errors import ConfigError
+        from pilar.graph.explore import run_read_query
+
+        driver = getattr(self.graph, "driver", None)
+        if driver is None:
+            raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
+        return run_read_query(driver, query, params, database=self.graph.database,
+                              timeout=timeout, row_cap=row_cap)

@@ -11,6 +11,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.graph.sqlite import SqliteGraphStore
+from pilar.migrations import migration_files
 from pilar.retrieval.sqlite import SqlitePageIndex
 from tests.conftest import FIXTURES
 
@@ -57,7 +58,9 @@ def test_store_file_is_wal_sqlite_with_migrations(embedded: Pilar):
     assert path.is_file()
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 2
+    versions = [v for v, _ in migration_files("sqlite", ".sql")]
+    assert versions[:3] == [1, 2, 3]
+    assert con.execute("PRAGMA user_version").fetchone()[0] == versions[-1]
     tokenizer = con.execute("SELECT sql FROM sqlite_master WHERE name='page_fts'").fetchone()[0]
     assert "porter unicode61" in tokenizer
 

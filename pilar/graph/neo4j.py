@@ -13,6 +13,7 @@ all. The Cypher lives in this module; the schema in ``migrations/neo4j``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -20,9 +21,11 @@ from typing import Any
 
 from pilar.errors import StoreError
 from pilar.migrations import migration_files
-from pilar.model import Document, Page, ParsedDocument, Provenance, Support, Unit, to_jsonable
+from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
+                         Unit, to_jsonable)
 
 BATCH = 5000
+_WORDS = re.compile(r"\w+", re.UNICODE)
 
 _DOC_FIELDS = "d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at"
 
@@ -55,6 +58,84 @@ _WRITE_TABLES = """
 UNWIND $rows AS row
 MERGE (t:TableGrid {table_id: row.table_id}) SET t += row
 """
+_WRITE_ENTITIES = """
+UNWIND $rows AS row
+MERGE (e:Entity {entity_id: row.entity_id})
+ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = []
+WITH e, row, [a IN row.aliases WHERE NOT a IN e.aliases] AS new
+SET e.aliases = e.aliases + new,
+    e.aliases_text = reduce(t = '', a IN e.aliases + new | t + ' ' + a)
+WITH e, row UNWIND row.mentions AS sid
+MATCH (s:Support {support_id: sid}) MERGE (e)-[:MENTIONED_IN]->(s)
+"""
+_WRITE_ASSERTIONS = """
+UNWIND $rows AS row
+MERGE (a:Assertion {assertion_id: row.props.assertion_id}) SET a += row.props
+WITH a, row
+CALL (a, row) {
+  UNWIND row.supports AS sid
+  MATCH (s:Support {support_id: sid}) MERGE (a)-[r:SUPPORTED_BY]->(s) SET r.role = 'primary'
+}
+CALL (a, row) {
+  OPTIONAL MATCH (se:Entity {entity_id: row.subject_entity})
+  FOREACH (_ IN CASE WHEN se IS NULL THEN [] ELSE [1] END | MERGE (se)-[:SUBJECT_OF]->(a))
+}
+CALL (a, row) {
+  OPTIONAL MATCH (oe:Entity {entity_id: row.object_entity})
+  FOREACH (_ IN CASE WHEN oe IS NULL THEN [] ELSE [1] END | MERGE (a)-[:OBJECT]->(oe))
+}
+"""
+_WRITE_SAME_AS = """
+UNWIND $rows AS row
+MATCH (a:Entity {entity_id: row.source}), (b:Entity {entity_id: row.target})
+MERGE (a)-[r:SAME_AS]->(b) SET r.score = row.score, r.method = row.method
+"""
+_ENTITY_CANDIDATES = """
+CALL db.index.fulltext.queryNodes('entity_names', $q) YIELD node, score
+RETURN node.entity_id AS id, node.name AS name, node.type AS type, node.aliases AS aliases
+LIMIT $limit
+"""
+
+_PAGE_SECTIONS = """
+UNWIND $ids AS pid MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)
+RETURN DISTINCT pid, p.section_path AS path
+"""
+_ENTITIES_ON_PAGES = """
+UNWIND $ids AS pid
+MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(:Provenance)<-[:HAS_PROVENANCE]-(s:Support)
+      <-[:MENTIONED_IN]-(e:Entity)
+RETURN DISTINCT pid, e.entity_id AS eid
+"""
+_ALIAS_PAGES = """
+UNWIND $ids AS eid
+MATCH (:Entity {entity_id: eid})-[l:SAME_AS]-(o:Entity)
+CALL (o) {
+  MATCH (o)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
+  RETURN pg.page_id AS pid, min(s.support_id) AS sid LIMIT $limit
+}
+RETURN eid, o.entity_id AS other, l.score AS score, l.method AS method, pid, sid
+ORDER BY score DESC
+"""
+_ASSERTION_PAGES = """
+UNWIND $ids AS eid
+MATCH (e:Entity {entity_id: eid})
+CALL (e) {
+  MATCH (e)-[:SUBJECT_OF]->(a:Assertion) RETURN a
+  UNION MATCH (a:Assertion)-[:OBJECT]->(e) RETURN a
+}
+MATCH (a)-[:SUPPORTED_BY]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
+WITH eid, pg.page_id AS pid, min(a.assertion_id) AS aid, min(a.predicate) AS pred,
+     min(s.support_id) AS sid
+RETURN eid, pid, aid, pred, sid LIMIT $limit
+"""
+_MENTION_PAGES = """
+UNWIND $ids AS eid
+MATCH (:Entity {entity_id: eid})-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)
+      -[:ON_PAGE]->(pg:Page)
+WITH eid, pg.page_id AS pid, min(s.support_id) AS sid
+RETURN eid, pid, sid LIMIT $limit
+"""
+
 _DELETE_DOCUMENT = [
     "MATCH (n:Unit {doc_id: $doc_id}) DETACH DELETE n",
     "MATCH (n:Support {doc_id: $doc_id}) DETACH DELETE n",
@@ -252,18 +333,106 @@ class Neo4jGraphStore:
                    "table_index": t.table_index, "page": t.page,
                    "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
 
+        entities = [{"entity_id": e.entity_id, "name": e.name, "type": e.type,
+                     "aliases": sorted(set(e.aliases)), "mentions": list(e.mentions)}
+                    for e in parsed.entities]
+        assertions = [{"props": {"assertion_id": a.assertion_id, "doc_id": a.doc_id,
+                                 "subject": a.subject, "predicate": a.predicate,
+                                 "object": a.object, "modality": a.modality,
+                                 "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
+                                 "confidence": a.confidence, "grounded": a.grounded,
+                                 "extractor": a.extractor, "seq": i},
+                       "supports": list(a.supports), "subject_entity": a.subject_entity,
+                       "object_entity": a.object_entity}
+                      for i, a in enumerate(parsed.assertions)]
+        same_as = [to_jsonable(link) for link in parsed.same_as]
+
         def work(tx):
             for old in replaces:
                 self._delete_in(tx, old)
             tx.run(_WRITE_DOCUMENT, doc=to_jsonable(doc)).consume()
             for query, rows in ((_WRITE_PAGES, pages), (_WRITE_NEXT, nxt),
                                 (_WRITE_PROVENANCE, provs), (_WRITE_SUPPORTS, supports),
-                                (_WRITE_UNITS, units), (_WRITE_TABLES, tables)):
+                                (_WRITE_UNITS, units), (_WRITE_TABLES, tables),
+                                (_WRITE_ENTITIES, entities), (_WRITE_ASSERTIONS, assertions),
+                                (_WRITE_SAME_AS, same_as)):
                 for batch in _batches(rows):
                     tx.run(query, rows=batch).consume()
 
         self._write(work)
         return doc
+
+    def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]:
+        """Stored entities whose name or aliases share words with ``name``
+        (full-text blocking for entity linking, PILAR App. E.2)."""
+        words = list(dict.fromkeys(w.lower() for w in _WORDS.findall(name)))[:16]
+        if not words:
+            return []
+        query = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+        return [Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()))
+                for r in self._read(_ENTITY_CANDIDATES, q=query, limit=limit)]
+
+    def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
+        rows = self._read("MATCH (e:Entity) WHERE e.entity_id IN $ids RETURN e.entity_id AS id, "
+                          "e.name AS name, e.type AS type, e.aliases AS aliases", ids=entity_ids)
+        return {r["id"]: Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()))
+                for r in rows}
+
+    # -- graph expansion (PILAR §3.4, App. E.6) ---------------------------------
+    def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
+        """``{page_id: {section_path, ...}}``: the section paths a page's supports sit in."""
+        out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
+        for r in self._read(_PAGE_SECTIONS, ids=page_ids):
+            out[r["pid"]].add(tuple(r["path"] or ()))
+        return out
+
+    def entities_on_pages(self, page_ids: list[str]) -> dict[str, set[str]]:
+        """``{page_id: {entity_id, ...}}`` via Entity -MENTIONED_IN-> Support -> Page."""
+        out: dict[str, set[str]] = {pid: set() for pid in page_ids}
+        for r in self._read(_ENTITIES_ON_PAGES, ids=page_ids):
+            out[r["pid"]].add(r["eid"])
+        return out
+
+    def alias_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
+        """Pages reached through SAME_AS then MENTIONED_IN; ``{page_id: [path]}``."""
+        out: dict[str, list[str]] = {}
+        for r in self._read(_ALIAS_PAGES, ids=entity_ids, limit=limit):
+            out.setdefault(r["pid"], [f"entity:{r['eid']}", f"SAME_AS({r['method']}, "
+                                      f"{r['score']:.2f})", f"entity:{r['other']}",
+                                      "MENTIONED_IN", f"support:{r['sid']}", f"page:{r['pid']}"])
+        return out
+
+    def assertion_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
+        """Pages reached through Entity -> Assertion -> Support -> Page; ``{page_id: [path]}``."""
+        out: dict[str, list[str]] = {}
+        for r in self._read(_ASSERTION_PAGES, ids=entity_ids, limit=limit):
+            out.setdefault(r["pid"], [f"entity:{r['eid']}", f"assertion:{r['aid']} ({r['pred']})",
+                                      "SUPPORTED_BY", f"support:{r['sid']}", f"page:{r['pid']}"])
+        return out
+
+    def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
+        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``."""
+        out: dict[str, list[str]] = {}
+        for r in self._read(_MENTION_PAGES, ids=entity_ids, limit=limit):
+            out.setdefault(r["pid"], [f"entity:{r['eid']}", "MENTIONED_IN", f"support:{r['sid']}",
+                                      f"page:{r['pid']}"])
+        return out
+
+    def assertions_of(self, doc_id: str) -> list[Assertion]:
+        """A document's assertions with their support ids, in insertion order."""
+        rows = self._read(
+            "MATCH (a:Assertion {doc_id: $id}) "
+            "OPTIONAL MATCH (se:Entity)-[:SUBJECT_OF]->(a) OPTIONAL MATCH (a)-[:OBJECT]->(oe:Entity) "
+            "RETURN a{.*} AS a, se.entity_id AS se, oe.entity_id AS oe, "
+            "COLLECT { MATCH (a)-[:SUPPORTED_BY]->(s:Support) RETURN s.support_id "
+            "ORDER BY s.seq } AS supports ORDER BY a.seq", id=doc_id)
+        return [Assertion(assertion_id=r["a"]["assertion_id"], doc_id=r["a"]["doc_id"],
+                          subject=r["a"]["subject"], predicate=r["a"]["predicate"],
+                          object=r["a"]["object"], modality=r["a"]["modality"],
+                          qualifiers=json.loads(r["a"]["qualifiers"]),
+                          confidence=r["a"]["confidence"], grounded=r["a"]["grounded"],
+                          extractor=r["a"]["extractor"], subject_entity=r["se"],
+                          object_entity=r["oe"], supports=tuple(r["supports"])) for r in rows]
 
     def delete_document(self, doc_id: str) -> bool:
         return bool(self._write(lambda tx: self._delete_in(tx, doc_id)))

@@ -10,6 +10,7 @@ graph rows and index rows commit in one transaction.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from pilar.errors import StoreError
 from pilar.migrations import migration_files
-from pilar.model import Document, Page, ParsedDocument, Provenance, Support, Unit, to_jsonable
+from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
+                         Unit, to_jsonable)
 
 
 class SqliteDatabase:
@@ -192,6 +194,8 @@ class SqliteGraphStore:
         with self.db.transaction() as c:
             for old in replaces:
                 c.execute("DELETE FROM documents WHERE doc_id = ?", (old,))
+            if replaces:
+                c.execute(_DELETE_ORPHAN_ENTITIES)
             c.execute(
                 "INSERT INTO documents (doc_id, uri, title, media_type, sha256, n_pages, ingested_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -228,12 +232,140 @@ class SqliteGraphStore:
                   _j(u.context), u.table_index, u.row_index, _j(u.headers), _j(u.cells))
                  for u in parsed.units],
             )
+            self._write_entities(c, parsed)
         return doc
 
+    @staticmethod
+    def _write_entities(c: sqlite3.Connection, parsed: ParsedDocument) -> None:
+        """Entities are shared: insert new ones, merge aliases into known ones."""
+        for e in parsed.entities:
+            row = c.execute("SELECT aliases FROM entities WHERE entity_id = ?",
+                            (e.entity_id,)).fetchone()
+            if row is None:
+                c.execute("INSERT INTO entities (entity_id, name, type, aliases) VALUES (?,?,?,?)",
+                          (e.entity_id, e.name, e.type, _j(sorted(set(e.aliases)))))
+            else:
+                merged = sorted(set(json.loads(row[0])) | set(e.aliases))
+                if merged != json.loads(row[0]):
+                    c.execute("UPDATE entities SET aliases = ? WHERE entity_id = ?",
+                              (_j(merged), e.entity_id))
+        c.executemany("INSERT OR IGNORE INTO mentions (entity_id, support_id) VALUES (?,?)",
+                      [(e.entity_id, sid) for e in parsed.entities for sid in e.mentions])
+        c.executemany(
+            "INSERT INTO assertions (assertion_id, doc_id, subject, predicate, object, modality,"
+            " qualifiers, confidence, grounded, extractor, subject_entity, object_entity)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality,
+              _j(a.qualifiers), a.confidence, int(a.grounded), a.extractor, a.subject_entity,
+              a.object_entity) for a in parsed.assertions],
+        )
+        c.executemany(
+            "INSERT OR IGNORE INTO assertion_supports (assertion_id, support_id, role) VALUES (?,?,?)",
+            [(a.assertion_id, sid, "primary") for a in parsed.assertions for sid in a.supports],
+        )
+        c.executemany(
+            "INSERT OR REPLACE INTO same_as (source, target, score, method) VALUES (?,?,?,?)",
+            [(l.source, l.target, l.score, l.method) for l in parsed.same_as],
+        )
+
+    def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]:
+        """Stored entities whose name or aliases share words with ``name``
+        (full-text blocking for entity linking, PILAR App. E.2)."""
+        match = _fts_or(name)
+        if not match:
+            return []
+        rows = self.db.conn.execute(
+            "SELECT e.entity_id, e.name, e.type, e.aliases FROM entity_fts f "
+            "JOIN entities e ON e.rowid = f.rowid WHERE entity_fts MATCH ? "
+            "ORDER BY bm25(entity_fts) LIMIT ?", (match, limit)).fetchall()
+        return [Entity(r[0], r[1], r[2], tuple(json.loads(r[3]))) for r in rows]
+
+    def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
+        out = {}
+        for chunk in _chunks(entity_ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.db.conn.execute(
+                    f"SELECT entity_id, name, type, aliases FROM entities "
+                    f"WHERE entity_id IN ({marks})", chunk):
+                out[r[0]] = Entity(r[0], r[1], r[2], tuple(json.loads(r[3])))
+        return out
+
+    # -- graph expansion (PILAR §3.4, App. E.6) ---------------------------------
+    def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
+        """``{page_id: {section_path, ...}}``: the section paths a page's supports sit in."""
+        out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
+        for pid in page_ids:
+            doc_id, _, number = pid.rpartition(":")
+            for (path,) in self.db.conn.execute(
+                    "SELECT DISTINCT section_path FROM provenance WHERE doc_id = ? AND page = ?",
+                    (doc_id, int(number))):
+                out[pid].add(tuple(json.loads(path)))
+        return out
+
+    def entities_on_pages(self, page_ids: list[str]) -> dict[str, set[str]]:
+        """``{page_id: {entity_id, ...}}`` via Entity -MENTIONED_IN-> Support -> Page."""
+        out: dict[str, set[str]] = {pid: set() for pid in page_ids}
+        for pid in page_ids:
+            doc_id, _, number = pid.rpartition(":")
+            for (eid,) in self.db.conn.execute(_ENTITIES_ON_PAGE, (doc_id, int(number))):
+                out[pid].add(eid)
+        return out
+
+    def alias_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
+        """Pages reached from ``entity_ids`` through SAME_AS (either
+        direction) to another entity, then MENTIONED_IN -> Support -> Page.
+        Returns ``{page_id: [path steps]}``, at most ``limit`` pages per entity."""
+        out: dict[str, list[str]] = {}
+        for eid in entity_ids:
+            for page_id, other, score, method, support in self.db.conn.execute(
+                    _ALIAS_PAGES, (eid, eid, limit)):
+                out.setdefault(page_id, [f"entity:{eid}", f"SAME_AS({method}, {score:.2f})",
+                                         f"entity:{other}", "MENTIONED_IN", f"support:{support}",
+                                         f"page:{page_id}"])
+        return out
+
+    def assertion_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
+        """Pages reached from ``entity_ids`` through Entity -> Assertion
+        (SUBJECT_OF / OBJECT) -> SUPPORTED_BY -> Support -> Page; ``{page_id: [path]}``."""
+        out: dict[str, list[str]] = {}
+        for eid in entity_ids:
+            for page_id, aid, pred, support in self.db.conn.execute(
+                    _ASSERTION_PAGES, (eid, eid, limit)):
+                out.setdefault(page_id, [f"entity:{eid}", f"assertion:{aid} ({pred})",
+                                         "SUPPORTED_BY", f"support:{support}", f"page:{page_id}"])
+        return out
+
+    def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
+        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``."""
+        out: dict[str, list[str]] = {}
+        for eid in entity_ids:
+            for page_id, support in self.db.conn.execute(_MENTION_PAGES, (eid, limit)):
+                out.setdefault(page_id, [f"entity:{eid}", "MENTIONED_IN", f"support:{support}",
+                                         f"page:{page_id}"])
+        return out
+
+    def assertions_of(self, doc_id: str) -> list[Assertion]:
+        """A document's assertions with their support ids, in insertion order."""
+        rows = self.db.conn.execute(
+            "SELECT a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality, "
+            "a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, "
+            "a.object_entity, (SELECT json_group_array(support_id) FROM assertion_supports s "
+            "WHERE s.assertion_id = a.assertion_id) FROM assertions a WHERE a.doc_id = ? "
+            "ORDER BY a.rowid", (doc_id,)).fetchall()
+        return [Assertion(assertion_id=r[0], doc_id=r[1], subject=r[2], predicate=r[3],
+                          object=r[4], modality=r[5], qualifiers=json.loads(r[6]),
+                          confidence=r[7], grounded=bool(r[8]), extractor=r[9],
+                          subject_entity=r[10], object_entity=r[11],
+                          supports=tuple(json.loads(r[12]))) for r in rows]
+
     def delete_document(self, doc_id: str) -> bool:
-        """Delete a document and everything hanging off it; False if absent."""
+        """Delete a document and everything hanging off it, and the entities
+        no other document still uses; False if absent."""
         with self.db.transaction() as c:
-            return c.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount > 0
+            deleted = c.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount > 0
+            if deleted:
+                c.execute(_DELETE_ORPHAN_ENTITIES)
+            return deleted
 
     @staticmethod
     def _doc(row) -> Document:
@@ -248,14 +380,60 @@ _STATS_SQL = """
 SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM pages),
        (SELECT count(*) FROM supports), (SELECT count(*) FROM provenance),
        (SELECT count(*) FROM units), (SELECT count(*) FROM table_grids),
-       0, 0,
+       (SELECT count(*) FROM assertions), (SELECT count(*) FROM entities),
        (SELECT count(*) FROM pages),
        (SELECT count(*) FROM pages p JOIN pages q ON q.doc_id = p.doc_id AND q.number = p.number + 1),
        (SELECT count(*) FROM supports),
        (SELECT count(*) FROM provenance p JOIN pages g ON g.doc_id = p.doc_id AND g.number = p.page),
        (SELECT count(*) FROM units),
-       0, 0, 0, 0, 0
+       (SELECT count(*) FROM assertion_supports),
+       (SELECT count(*) FROM assertions WHERE subject_entity IS NOT NULL),
+       (SELECT count(*) FROM assertions WHERE object_entity IS NOT NULL),
+       (SELECT count(*) FROM mentions),
+       (SELECT count(*) FROM same_as)
 """
+# entities that no remaining document mentions or uses in an assertion
+_DELETE_ORPHAN_ENTITIES = """
+DELETE FROM entities WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = entities.entity_id)
+  AND NOT EXISTS (SELECT 1 FROM assertions a WHERE a.subject_entity = entities.entity_id
+                  OR a.object_entity = entities.entity_id)
+"""
+_ENTITIES_ON_PAGE = """
+SELECT DISTINCT m.entity_id FROM provenance p
+JOIN supports s ON s.provenance_id = p.provenance_id
+JOIN mentions m ON m.support_id = s.support_id
+WHERE p.doc_id = ? AND p.page = ?
+"""
+_ALIAS_PAGES = """
+WITH linked(other, score, method) AS (
+    SELECT target, score, method FROM same_as WHERE source = ?1
+    UNION SELECT source, score, method FROM same_as WHERE target = ?2)
+SELECT p.doc_id || ':' || p.page, l.other, max(l.score), l.method, min(s.support_id)
+FROM linked l JOIN mentions m ON m.entity_id = l.other
+JOIN supports s ON s.support_id = m.support_id
+JOIN provenance p ON p.provenance_id = s.provenance_id
+GROUP BY p.doc_id, p.page ORDER BY max(l.score) DESC LIMIT ?3
+"""
+_ASSERTION_PAGES = """
+SELECT p.doc_id || ':' || p.page, min(a.assertion_id), min(a.predicate), min(s.support_id)
+FROM assertions a JOIN assertion_supports x ON x.assertion_id = a.assertion_id
+JOIN supports s ON s.support_id = x.support_id
+JOIN provenance p ON p.provenance_id = s.provenance_id
+WHERE a.subject_entity = ?1 OR a.object_entity = ?2
+GROUP BY p.doc_id, p.page LIMIT ?3
+"""
+_MENTION_PAGES = """
+SELECT p.doc_id || ':' || p.page, min(s.support_id) FROM mentions m
+JOIN supports s ON s.support_id = m.support_id
+JOIN provenance p ON p.provenance_id = s.provenance_id
+WHERE m.entity_id = ? GROUP BY p.doc_id, p.page LIMIT ?
+"""
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _fts_or(text: str) -> str:
+    words = list(dict.fromkeys(w.lower() for w in _WORDS.findall(text)))[:16]
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 def _chunks(items: list, size: int):

@@ -50,6 +50,7 @@ class Embedder:
         self.batch_size = batch_size
         self.window = window
         self.max_chunks = max_chunks
+        self._queries: dict[str, np.ndarray] = {}
 
     @cached_property
     def model(self):
@@ -58,6 +59,9 @@ class Embedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         try:
             return SentenceTransformer(path, device="cpu")
@@ -80,6 +84,17 @@ class Embedder:
         vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        """The ``(dim,)`` vector of one query, cached (the same question is
+        embedded once per search, however many stages use it)."""
+        cached = self._queries.get(text)
+        if cached is None:
+            cached = self.encode([text])[0]
+            if len(self._queries) >= 256:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = cached
+        return cached
 
     def chunk(self, text: str, title: str = "") -> list[str]:
         """Split a page's text into windows of ``window`` words (at most

@@ -44,7 +44,7 @@ class HybridRetriever:
         """The top ``settings.shortlist`` pages, best first, with score parts."""
         s = self.settings
         bm25 = self.index.bm25(question, self.pool)
-        query = self.embedder.encode([question])[0]
+        query = self.embedder.query(question)
         dense_top = self.index.dense(query, self.pool)
         candidates = list(dict.fromkeys([*bm25, *dense_top]))
         dense = self.index.dense(query, page_ids=candidates)

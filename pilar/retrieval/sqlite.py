@@ -66,9 +66,28 @@ class SqlitePageIndex:
                     [(rowid, i, np.asarray(v, dtype="<f4").tobytes()) for i, v in enumerate(vecs)],
                 )
 
-    def delete_document(self, doc_id: str) -> int:
-        """Remove a document's pages and vectors; returns pages removed."""
+    def add_units(self, doc_id: str, unit_ids: list[str], vectors: np.ndarray) -> None:
+        """Store the ``(len(unit_ids), dim)`` float32 vectors of a document's units."""
         with self.db.transaction() as c:
+            c.executemany("INSERT OR REPLACE INTO unit_vectors (unit_id, doc_id, vector) VALUES (?,?,?)",
+                          [(uid, doc_id, np.asarray(v, dtype="<f4").tobytes())
+                           for uid, v in zip(unit_ids, vectors, strict=True)])
+
+    def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
+        """``{unit_id: (dim,) float32}`` for the ids that have vectors."""
+        out = {}
+        for i in range(0, len(unit_ids), 500):
+            chunk = unit_ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for uid, blob in self.db.conn.execute(
+                    f"SELECT unit_id, vector FROM unit_vectors WHERE unit_id IN ({marks})", chunk):
+                out[uid] = np.frombuffer(blob, dtype="<f4")
+        return out
+
+    def delete_document(self, doc_id: str) -> int:
+        """Remove a document's pages, page vectors and unit vectors; returns pages removed."""
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM unit_vectors WHERE doc_id = ?", (doc_id,))
             return c.execute("DELETE FROM index_pages WHERE doc_id = ?", (doc_id,)).rowcount
 
     def count(self) -> int:

@@ -1,0 +1,105 @@
+"""Unit selection (Tessera §3.4): units of the anchor pages, a lexical
+prefilter to ``prefilter`` candidates (BM25 over completed text), then a
+reranker on completed text: a sentence-transformers CrossEncoder when one is
+configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
+vectors computed at ingest)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from pilar.model import Unit
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset("a an and are as at be by did do does for from had has have how in is it its "
+                  "of on or that the their there this to was were what when where which who "
+                  "whom whose why will with".split())
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens with a light suffix strip (plural / -ing / -ed)."""
+    out = []
+    for w in _WORD.findall(text.lower()):
+        if w in _STOP:
+            continue
+        for suf in ("ing", "es", "s", "ed"):
+            if len(w) > len(suf) + 2 and w.endswith(suf):
+                w = w[: -len(suf)]
+                break
+        out.append(w)
+    return out
+
+
+def bm25_scores(query: list[str], docs: list[list[str]], k1: float = 1.5,
+                b: float = 0.75) -> np.ndarray:
+    """BM25Okapi scores (k1=1.5, b=0.75 as PILAR App. H.1) of ``docs`` (token
+    lists) for ``query``; shape ``(len(docs),)``."""
+    n = len(docs)
+    if n == 0:
+        return np.zeros(0)
+    lengths = np.array([len(d) for d in docs], dtype=np.float64)
+    avg = lengths.mean() or 1.0
+    df = Counter(t for d in docs for t in set(d))
+    q = [t for t in dict.fromkeys(query) if t in df]
+    scores = np.zeros(n)
+    if not q:
+        return scores
+    counts = [Counter(d) for d in docs]
+    for t in q:
+        idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+        tf = np.array([c.get(t, 0) for c in counts], dtype=np.float64)
+        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
+    return scores
+
+
+@dataclass(slots=True)
+class ScoredUnit:
+    """A unit with its lexical and reranker scores (higher is better)."""
+
+    unit: Unit
+    lexical: float
+    score: float
+    page_rank: int  # rank of its anchor page (0 = best)
+
+
+class UnitSelector:
+    """Prefilter + rerank; ``cross_encoder`` is a loaded CrossEncoder or None,
+    ``embedder`` an :class:`~pilar.retrieval.embeddings.Embedder` and
+    ``unit_vectors`` a callable ``ids -> {id: vector}`` (the page index's)."""
+
+    def __init__(self, embedder, unit_vectors, cross_encoder=None, prefilter: int = 100):
+        self.embedder = embedder
+        self.unit_vectors = unit_vectors
+        self.cross_encoder = cross_encoder
+        self.prefilter = prefilter
+
+    def select(self, question: str, units: list[tuple[int, Unit]]) -> list[ScoredUnit]:
+        """Rank ``[(page_rank, unit)]`` for ``question``; at most ``prefilter``
+        results, best first."""
+        if not units:
+            return []
+        q = tokens(question)
+        lexical = bm25_scores(q, [tokens(u.completed_text) for _, u in units])
+        order = np.argsort(-lexical, kind="stable")[: self.prefilter]
+        picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
+        rerank = self._rerank(question, [u for _, u, _ in picked])
+        scored = [ScoredUnit(u, lex, float(r), rank) for (rank, u, lex), r in zip(picked, rerank)]
+        scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
+        return scored
+
+    def _rerank(self, question: str, units: list[Unit]) -> np.ndarray:
+        if self.cross_encoder is not None:
+            pairs = [(question, u.completed_text) for u in units]
+            return np.asarray(self.cross_encoder.predict(pairs, show_progress_bar=False))
+        query = self.embedder.query(question)
+        vectors = self.unit_vectors([u.unit_id for u in units])
+        missing = [u for u in units if u.unit_id not in vectors]
+        if missing:
+            fresh = self.embedder.encode([u.completed_text for u in missing])
+            vectors.update({u.unit_id: v for u, v in zip(missing, fresh)})
+        return np.array([float(vectors[u.unit_id] @ query) for u in units])

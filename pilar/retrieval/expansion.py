@@ -1,0 +1,151 @@
+"""Query-time graph linking with relevance gates (PILAR §3.4, App. E.6).
+
+From the hybrid shortlist: seeds (pages within ``seed_ratio`` of the best
+score), a local continuity prior (adjacent page ``+adjacent_bonus``, same
+section ``+same_section_bonus``), then two expansions from the entities the
+question names: alias expansion ``+alias_bonus`` (pages mentioning the same
+canonical entity, directly or through SAME_AS) and graph expansion
+``+graph_bonus`` (entity -> assertion -> support -> page). The gate keeps an
+expanded page only if its dense score is at least ``gate``. Every page
+carries a trace of its score parts and the graph path that brought it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from rapidfuzz import fuzz
+
+from pilar.config import Settings
+from pilar.graph import GraphStore
+from pilar.model import RankedPage
+from pilar.retrieval import PageIndex
+from pilar.retrieval.hybrid import HybridRetriever
+
+_PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """NFKC, case-folded, punctuation to spaces, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACE.sub(" ", _PUNCT.sub(" ", text)).strip()
+
+
+def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
+                   limit: int = 5) -> list[tuple[str, str, float]]:
+    """Entities the question names: ``[(entity_id, matched name, score 0-100)]``,
+    longest names first. A name or alias matches when it occurs in the
+    question as whole words, or fuzzily (rapidfuzz partial ratio >=
+    ``threshold``) for names of 6+ characters."""
+    q = f" {normalise(question)} "
+    found: dict[str, tuple[str, float]] = {}
+    for entity in graph.entity_candidates(question, 50):
+        for name in (entity.name, *entity.aliases):
+            n = normalise(name)
+            if len(n) < 3:
+                continue
+            score = 100.0 if f" {n} " in q else (
+                fuzz.partial_ratio(n, q) if len(n) >= 6 else 0.0)
+            if score >= threshold and score > found.get(entity.entity_id, ("", -1))[1]:
+                found[entity.entity_id] = (name, score)
+    ranked = sorted(found.items(), key=lambda kv: (-kv[1][1], -len(kv[1][0]), kv[0]))
+    return [(eid, name, score) for eid, (name, score) in ranked[:limit]]
+
+
+class GraphRetriever:
+    """Hybrid shortlist + graph linking; see the module docstring.
+
+    ``settings`` should already carry the profile (:meth:`Settings.profiled`).
+    """
+
+    def __init__(self, graph: GraphStore, index: PageIndex, hybrid: HybridRetriever,
+                 settings: Settings):
+        self.graph = graph
+        self.index = index
+        self.hybrid = hybrid
+        self.s = settings
+
+    def search(self, question: str, k: int) -> list[RankedPage]:
+        """The ``k`` best pages after priors and gated expansion, best first."""
+        s = self.s
+        shortlist = self.hybrid.shortlist(question)
+        if not shortlist:
+            return []
+        pool = shortlist[: s.pool]
+        best = pool[0].score
+        seeds = [p for p in pool if p.score >= s.seed_ratio * best]
+        seed_ids = {p.page_id for p in seeds}
+        for p in shortlist:
+            p.trace.update(seed=p.page_id in seed_ids, expanded=False)
+        self._local_prior(pool, seeds)
+
+        entities = query_entities(question, self.graph, s.entity_match)
+        by_id = {p.page_id: p for p in shortlist}
+        if entities:
+            ids = [e for e, _, _ in entities]
+            alias = self.graph.mention_pages(ids, s.expansion_limit)
+            alias.update(self.graph.alias_pages(ids, s.expansion_limit))
+            linked = self.graph.assertion_pages(ids, s.expansion_limit)
+            self._expand(question, by_id, alias, "alias", s.alias_bonus, seed_ids)
+            self._expand(question, by_id, linked, "graph", s.graph_bonus, seed_ids)
+            for p in by_id.values():
+                p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
+        ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
+        return ranked[:k]
+
+    def _local_prior(self, pool: list[RankedPage], seeds: list[RankedPage]) -> None:
+        s = self.s
+        if s.adjacent_bonus:
+            near = {(p.doc_id, p.number + d) for p in seeds for d in (-1, 1)}
+            for p in pool:
+                if (p.doc_id, p.number) in near and not p.trace["seed"]:
+                    self._bonus(p, "adjacent", s.adjacent_bonus)
+        if s.same_section_bonus:
+            sections = self.graph.page_sections([p.page_id for p in pool])
+            seed_sections = {(p.doc_id, sec) for p in seeds for sec in sections[p.page_id]
+                             if len(sec) > 1}
+            for p in pool:
+                if not p.trace["seed"] and any((p.doc_id, sec) in seed_sections
+                                               for sec in sections[p.page_id]):
+                    self._bonus(p, "same_section", s.same_section_bonus)
+
+    def _expand(self, question: str, by_id: dict[str, RankedPage], reached: dict[str, list[str]],
+                kind: str, bonus: float, seed_ids: set[str]) -> None:
+        """Add ``bonus`` to pages ``reached`` (gated by dense >= gate); pages
+        outside the shortlist enter as expanded pages when they pass the gate."""
+        if not reached:
+            return
+        outside = [pid for pid in reached if pid not in by_id]
+        dense = {pid: by_id[pid].dense for pid in reached if pid in by_id}
+        if outside:
+            query = self.hybrid.embedder.query(question)
+            dense.update(self.index.dense(query, page_ids=outside))
+        meta = {}
+        for pid in reached:
+            if pid in seed_ids:
+                continue
+            if dense[pid] < self.s.gate:
+                if pid in by_id:
+                    by_id[pid].trace.setdefault("gated", []).append(kind)
+                continue
+            if pid not in by_id:
+                doc_id, _, number = pid.rpartition(":")
+                if doc_id not in meta:
+                    doc = self.graph.get_document(doc_id)
+                    meta[doc_id] = (doc.uri, doc.title) if doc else ("", "")
+                base = round(self.s.dense_weight * dense[pid], 6)
+                by_id[pid] = RankedPage(page_id=pid, doc_id=doc_id, number=int(number),
+                                        score=base, source=meta[doc_id][0],
+                                        title=meta[doc_id][1], bm25=0.0, dense=dense[pid],
+                                        trace={"base": base, "seed": False, "expanded": True})
+            page = by_id[pid]
+            if kind not in page.trace:
+                self._bonus(page, kind, bonus)
+                page.trace.setdefault("paths", {})[kind] = reached[pid]
+
+    @staticmethod
+    def _bonus(page: RankedPage, kind: str, value: float) -> None:
+        page.trace[kind] = value
+        page.score = round(page.score + value, 6)
