@@ -188,7 +188,7 @@ class Neo4jGraphStore:
         self.uri = uri
         self.database = database
         try:
-            self.driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+            self.driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
             self.driver.verify_connectivity()
         except Exception as exc:  # noqa: BLE001 - any connection failure
             raise StoreError(f"cannot reach Neo4j at {uri}: {exc}") from exc

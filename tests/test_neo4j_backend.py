@@ -1,0 +1,97 @@
+"""The Neo4j backend end to end on a real server: the whole product switched
+by PILAR_GRAPH=neo4j, counts identical to the embedded store, read-only
+Cypher exploration, idempotent migrations."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilar import Pilar
+from pilar.config import Settings
+from pilar.graph.explore import CypherError, run_read_query
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.neo4j
+CORPUS = FIXTURES / "corpus"
+DOCS = [CORPUS / "204-541.html", CORPUS / "204-445.html", CORPUS / "203-534.html"]
+
+
+@pytest.fixture
+def on_neo4j(neo4j_store, neo4j_uri, tmp_path) -> Pilar:
+    return Pilar(home=tmp_path / "neo", settings=Settings(graph="neo4j", neo4j_uri=neo4j_uri))
+
+
+def test_same_counts_as_the_embedded_store(on_neo4j: Pilar, tmp_path):
+    embedded = Pilar(home=tmp_path / "sqlite")
+    assert [r.status for r in embedded.ingest(DOCS)] == ["ingested"] * 3
+    assert [r.status for r in on_neo4j.ingest(DOCS)] == ["ingested"] * 3
+    assert on_neo4j.graph.name == "neo4j"
+    neo, lite = on_neo4j.stats(), embedded.stats()
+    assert neo == lite
+    assert neo["documents"] == 3 and neo["supports"] > 40
+
+
+def test_search_delete_and_reingest_through_neo4j(on_neo4j: Pilar):
+    results = on_neo4j.ingest(DOCS)
+    hit = on_neo4j.search("what is the tallest building in kanpur?", budget=800, k=3)
+    assert hit.pages[0].source.endswith("204-541.html")
+    assert "Ratan Planet" in hit.packet.text and hit.packet.tokens <= 800
+    assert [r.status for r in on_neo4j.ingest(DOCS[:1])] == ["unchanged"]
+    assert on_neo4j.delete(results[0].doc_id) is True
+    assert on_neo4j.stats()["documents"] == 2
+    assert on_neo4j.index.count() == 2
+
+
+def test_migrations_are_recorded_and_idempotent(neo4j_store):
+    versions = [r["v"] for r in neo4j_store._read(
+        "MATCH (m:SchemaMigration) RETURN m.version AS v ORDER BY v")]
+    assert versions[:2] == [1, 2]
+    assert neo4j_store.migrate() == []
+    names = {r["name"] for r in neo4j_store._read("SHOW INDEXES YIELD name RETURN name")}
+    assert {"entity_names", "page_doc", "document_sha256"} <= names
+    assert "Neo4j Kernel 5.26" in neo4j_store.server_version()
+
+
+@pytest.mark.parametrize("query", [
+    "CREATE (n:Hack) RETURN n",
+    "MATCH (d:Document) SET d.title = 'x' RETURN d",
+    "MERGE (n:Hack {x: 1}) RETURN n",
+    "MATCH (d:Document) DETACH DELETE d",
+    "CALL db.createLabel('Hack')",
+])
+def test_explorer_refuses_writes_as_client_errors(on_neo4j: Pilar, query):
+    on_neo4j.ingest(DOCS[:1])
+    with pytest.raises(CypherError) as err:
+        on_neo4j.cypher(query)
+    assert err.value.is_client_error
+    assert on_neo4j.stats()["documents"] == 1
+    assert on_neo4j.cypher("MATCH (n:Hack) RETURN count(n) AS c").rows == [{"c": 0}]
+
+
+def test_explorer_binds_params_caps_rows_and_converts_values(on_neo4j: Pilar):
+    on_neo4j.ingest(DOCS)
+    res = on_neo4j.cypher("MATCH (d:Document) WHERE d.uri ENDS WITH $end RETURN d, d.title AS t",
+                          {"end": "204-541.html"})
+    assert res.columns == ["d", "t"] and len(res.rows) == 1
+    node = res.rows[0]["d"]
+    assert node["labels"] == ["Document"] and node["properties"]["uri"].endswith("204-541.html")
+    capped = on_neo4j.cypher("MATCH (s:Support) RETURN s.support_id AS id", row_cap=5)
+    assert len(capped.rows) == 5 and capped.truncated
+    path = on_neo4j.cypher("MATCH p = (:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(:Page) "
+                           "RETURN p LIMIT 1").rows[0]["p"]
+    assert [r["type"] for r in path["relationships"]] == ["HAS_PROVENANCE", "ON_PAGE"]
+
+
+def test_explorer_timeout_is_reported(neo4j_store):
+    with pytest.raises(CypherError) as err:
+        run_read_query(neo4j_store.driver,
+                       "UNWIND range(1, 100000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x)",
+                       timeout=0.5)
+    assert "Terminated" in str(err.value) or "timeout" in str(err.value).lower()
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path):
+    from pilar.errors import StoreError
+
+    with pytest.raises(StoreError, match="cannot reach Neo4j at bolt://127.0.0.1:1"):
+        Pilar(home=tmp_path, settings=Settings(graph="neo4j", neo4j_uri="bolt://127.0.0.1:1"))
