@@ -71,14 +71,18 @@ def search(question: str,
            budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
            k: Annotated[Optional[int], typer.Option("--k", help="pages to rank")] = None,
            as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+           explain: Annotated[bool, typer.Option(
+               "--explain", help="show each page's score parts and graph path")] = False,
+           profile: Annotated[Optional[str], typer.Option(
+               help="single-shot (default) or multi-hop")] = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet."""
+    if profile not in (None, "single-shot", "multi-hop"):
+        raise typer.BadParameter("profile must be single-shot or multi-hop")
     p = _pilar(home)
-    result = p.search(question, budget=budget, k=k)
+    result = p.search(question, budget=budget, k=k, profile=profile)
     if as_json:
         data = to_jsonable(result)
-        for page in data["pages"]:
-            page.pop("trace", None) if not page["trace"] else None
         data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]
         out.print_json(json.dumps(data, ensure_ascii=False))
         return
@@ -89,10 +93,33 @@ def search(question: str,
         table.add_row(str(i), f"{pg.score:.3f}", f"{pg.bm25:.3f}", f"{pg.dense:.3f}",
                       str(pg.number), escape(pg.title or pg.source))
     out.print(table)
+    if explain:
+        _explain(result.pages)
     pk = result.packet
     out.rule(f"packet: {pk.tokens}/{pk.budget} tokens"
              f"{' (estimate, ' + pk.tokenizer + ')' if pk.estimate else ''}")
     out.print(escape(pk.text), highlight=False)
+
+
+_PARTS = ("adjacent", "same_section", "alias", "graph")
+
+
+def _explain(pages) -> None:
+    """Print each page's trace: base score, bonuses, seed/expanded, graph paths."""
+    for i, pg in enumerate(pages, 1):
+        t = pg.trace
+        bonus = ", ".join(f"{k} +{t[k]:.3f}" for k in _PARTS if k in t) or "no bonus"
+        flags = " ".join(f for f in ("seed", "expanded") if t.get(f))
+        out.print(f"[bold]{i}. {escape(pg.title or pg.source)}[/] p.{pg.number}  "
+                  f"score {pg.score:.3f} = base {t.get('base', pg.score):.3f} "
+                  f"(0.4 x bm25 {pg.bm25:.3f} + 0.6 x dense {pg.dense:.3f}); {bonus}"
+                  f"{'  [' + flags + ']' if flags else ''}")
+        for kind, path in t.get("paths", {}).items():
+            out.print(f"     {kind}: " + escape(" -> ".join(path)))
+        if t.get("gated"):
+            out.print(f"     gated (dense < gate): {', '.join(t['gated'])}")
+    if pages and pages[0].trace.get("query_entities"):
+        out.print("query entities: " + escape(", ".join(pages[0].trace["query_entities"])))
 
 
 @app.command()

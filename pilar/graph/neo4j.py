@@ -29,30 +29,33 @@ _WORDS = re.compile(r"\w+", re.UNICODE)
 
 _DOC_FIELDS = "d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at"
 
+# A document's own nodes are new in its transaction (its doc_id is the hash of
+# its bytes and it is written whole or not at all), so their relationships are
+# CREATEd; nodes are MERGEd on their keys, entities (shared) MERGEd as well.
 _WRITE_DOCUMENT = "MERGE (d:Document {doc_id: $doc.doc_id}) SET d += $doc"
 _WRITE_PAGES = """
 UNWIND $rows AS row
 MERGE (p:Page {page_id: row.page_id}) SET p += row
-WITH p MATCH (d:Document {doc_id: p.doc_id}) MERGE (p)-[:IN_DOCUMENT]->(d)
+WITH p MATCH (d:Document {doc_id: p.doc_id}) CREATE (p)-[:IN_DOCUMENT]->(d)
 """
 _WRITE_NEXT = """
 UNWIND $rows AS row
-MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) MERGE (a)-[:NEXT]->(b)
+MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) CREATE (a)-[:NEXT]->(b)
 """
 _WRITE_PROVENANCE = """
 UNWIND $rows AS row
 MERGE (n:Provenance {provenance_id: row.provenance_id}) SET n += row
-WITH n MATCH (p:Page {page_id: n.doc_id + ':' + toString(n.page)}) MERGE (n)-[:ON_PAGE]->(p)
+WITH n MATCH (p:Page {page_id: n.doc_id + ':' + toString(n.page)}) CREATE (n)-[:ON_PAGE]->(p)
 """
 _WRITE_SUPPORTS = """
 UNWIND $rows AS row
 MERGE (s:Support {support_id: row.support_id}) SET s += row
-WITH s MATCH (p:Provenance {provenance_id: s.provenance_id}) MERGE (s)-[:HAS_PROVENANCE]->(p)
+WITH s MATCH (p:Provenance {provenance_id: s.provenance_id}) CREATE (s)-[:HAS_PROVENANCE]->(p)
 """
 _WRITE_UNITS = """
 UNWIND $rows AS row
 MERGE (u:Unit {unit_id: row.unit_id}) SET u += row
-WITH u MATCH (s:Support {support_id: u.support_id}) MERGE (u)-[:DERIVED_FROM]->(s)
+WITH u MATCH (s:Support {support_id: u.support_id}) CREATE (u)-[:DERIVED_FROM]->(s)
 """
 _WRITE_TABLES = """
 UNWIND $rows AS row
@@ -61,29 +64,34 @@ MERGE (t:TableGrid {table_id: row.table_id}) SET t += row
 _WRITE_ENTITIES = """
 UNWIND $rows AS row
 MERGE (e:Entity {entity_id: row.entity_id})
-ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = []
-WITH e, row, [a IN row.aliases WHERE NOT a IN e.aliases] AS new
-SET e.aliases = e.aliases + new,
-    e.aliases_text = reduce(t = '', a IN e.aliases + new | t + ' ' + a)
-WITH e, row UNWIND row.mentions AS sid
-MATCH (s:Support {support_id: sid}) MERGE (e)-[:MENTIONED_IN]->(s)
+ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
+              e.aliases_text = row.aliases_text
+ON MATCH SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
+             e.aliases_text = reduce(t = '', a IN e.aliases | t + ' ' + a)
+"""
+_WRITE_MENTIONS = """
+UNWIND $rows AS row
+MATCH (e:Entity {entity_id: row[0]}), (s:Support {support_id: row[1]})
+CREATE (e)-[:MENTIONED_IN]->(s)
 """
 _WRITE_ASSERTIONS = """
 UNWIND $rows AS row
-MERGE (a:Assertion {assertion_id: row.props.assertion_id}) SET a += row.props
-WITH a, row
-CALL (a, row) {
-  UNWIND row.supports AS sid
-  MATCH (s:Support {support_id: sid}) MERGE (a)-[r:SUPPORTED_BY]->(s) SET r.role = 'primary'
-}
-CALL (a, row) {
-  OPTIONAL MATCH (se:Entity {entity_id: row.subject_entity})
-  FOREACH (_ IN CASE WHEN se IS NULL THEN [] ELSE [1] END | MERGE (se)-[:SUBJECT_OF]->(a))
-}
-CALL (a, row) {
-  OPTIONAL MATCH (oe:Entity {entity_id: row.object_entity})
-  FOREACH (_ IN CASE WHEN oe IS NULL THEN [] ELSE [1] END | MERGE (a)-[:OBJECT]->(oe))
-}
+MERGE (a:Assertion {assertion_id: row.assertion_id}) SET a += row
+"""
+_WRITE_SUPPORTED_BY = """
+UNWIND $rows AS row
+MATCH (a:Assertion {assertion_id: row[0]}), (s:Support {support_id: row[1]})
+CREATE (a)-[:SUPPORTED_BY {role: row[2]}]->(s)
+"""
+_WRITE_SUBJECT_OF = """
+UNWIND $rows AS row
+MATCH (e:Entity {entity_id: row[0]}), (a:Assertion {assertion_id: row[1]})
+CREATE (e)-[:SUBJECT_OF]->(a)
+"""
+_WRITE_OBJECT = """
+UNWIND $rows AS row
+MATCH (a:Assertion {assertion_id: row[0]}), (e:Entity {entity_id: row[1]})
+CREATE (a)-[:OBJECT]->(e)
 """
 _WRITE_SAME_AS = """
 UNWIND $rows AS row
@@ -334,17 +342,21 @@ class Neo4jGraphStore:
                    "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
 
         entities = [{"entity_id": e.entity_id, "name": e.name, "type": e.type,
-                     "aliases": sorted(set(e.aliases)), "mentions": list(e.mentions)}
-                    for e in parsed.entities]
-        assertions = [{"props": {"assertion_id": a.assertion_id, "doc_id": a.doc_id,
-                                 "subject": a.subject, "predicate": a.predicate,
-                                 "object": a.object, "modality": a.modality,
-                                 "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
-                                 "confidence": a.confidence, "grounded": a.grounded,
-                                 "extractor": a.extractor, "seq": i},
-                       "supports": list(a.supports), "subject_entity": a.subject_entity,
-                       "object_entity": a.object_entity}
+                     "aliases": sorted(set(e.aliases)),
+                     "aliases_text": " ".join(sorted(set(e.aliases)))} for e in parsed.entities]
+        mentions = list({(e.entity_id, sid) for e in parsed.entities for sid in e.mentions})
+        assertions = [{"assertion_id": a.assertion_id, "doc_id": a.doc_id, "subject": a.subject,
+                       "predicate": a.predicate, "object": a.object, "modality": a.modality,
+                       "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
+                       "confidence": a.confidence, "grounded": a.grounded,
+                       "extractor": a.extractor, "seq": i}
                       for i, a in enumerate(parsed.assertions)]
+        supported_by = list(dict.fromkeys((a.assertion_id, sid, "primary")
+                                          for a in parsed.assertions for sid in a.supports))
+        subject_of = [(a.subject_entity, a.assertion_id) for a in parsed.assertions
+                      if a.subject_entity]
+        object_of = [(a.assertion_id, a.object_entity) for a in parsed.assertions
+                     if a.object_entity]
         same_as = [to_jsonable(link) for link in parsed.same_as]
 
         def work(tx):
@@ -354,7 +366,10 @@ class Neo4jGraphStore:
             for query, rows in ((_WRITE_PAGES, pages), (_WRITE_NEXT, nxt),
                                 (_WRITE_PROVENANCE, provs), (_WRITE_SUPPORTS, supports),
                                 (_WRITE_UNITS, units), (_WRITE_TABLES, tables),
-                                (_WRITE_ENTITIES, entities), (_WRITE_ASSERTIONS, assertions),
+                                (_WRITE_ENTITIES, entities), (_WRITE_MENTIONS, mentions),
+                                (_WRITE_ASSERTIONS, assertions),
+                                (_WRITE_SUPPORTED_BY, supported_by),
+                                (_WRITE_SUBJECT_OF, subject_of), (_WRITE_OBJECT, object_of),
                                 (_WRITE_SAME_AS, same_as)):
                 for batch in _batches(rows):
                     tx.run(query, rows=batch).consume()

@@ -55,6 +55,18 @@ class HybridRetriever:
         )[: s.shortlist]
         return self._ranked(scored, norm, dense, bm25)
 
+    def rank(self, question: str, page_ids: list[str]) -> list[RankedPage]:
+        """Score exactly ``page_ids`` (BM25 min-max normalised over them) for
+        ``question``, best first: the base scorer over a given candidate set."""
+        query = self.embedder.query(question)
+        dense = self.index.dense(query, page_ids=page_ids)
+        bm25 = self.index.bm25_for(question, page_ids)
+        norm = min_max({pid: bm25.get(pid, 0.0) for pid in page_ids})
+        s = self.settings
+        scored = sorted(((s.bm25_weight * norm[pid] + s.dense_weight * dense[pid], pid)
+                         for pid in page_ids), key=lambda t: (-t[0], t[1]))
+        return self._ranked(scored, norm, dense, bm25)
+
     def _ranked(self, scored, norm, dense, bm25) -> list[RankedPage]:
         doc_cache: dict[str, tuple[str, str]] = {}
         out = []

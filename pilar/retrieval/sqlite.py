@@ -106,6 +106,18 @@ class SqlitePageIndex:
         ).fetchall()
         return {pid: float(s) for pid, s in rows}
 
+    def bm25_for(self, question: str, page_ids: list[str]) -> dict[str, float]:
+        """``{page_id: bm25}`` restricted to ``page_ids`` (pages without a match are absent)."""
+        match = fts_query(question)
+        if match is None or not page_ids:
+            return {}
+        marks = ",".join("?" * len(page_ids))
+        rows = self.db.conn.execute(
+            "SELECT p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
+            f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ? AND p.page_id IN ({marks})",
+            (match, *page_ids)).fetchall()
+        return {pid: float(s) for pid, s in rows}
+
     def dense(self, query: np.ndarray, n: int | None = None,
               page_ids: list[str] | None = None) -> dict[str, float]:
         """``{page_id: cosine}``: a page's best chunk against ``query`` (a

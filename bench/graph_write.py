@@ -1,0 +1,97 @@
+"""Graph write throughput: assertions per second into each GraphStore backend.
+
+    python bench/graph_write.py [--pages DIR] [--limit N] [--neo4j-uri URI] [--json OUT]
+
+Parses ``--limit`` dev pages once (tables, units, assertions, entities), then
+writes the same parsed documents into the embedded SQLite store and into Neo4j
+(``--neo4j-uri`` or NEO4J_URI; start one with tests/servers/neo4j/start),
+side by side, each into an empty store. Reports documents, assertions,
+seconds and assertions per second (all graph rows of a document are written
+in its one transaction, so the rate includes pages, supports, units and
+entities). Target: >= 2,000 assertions/s into Neo4j.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from pilar.graph.sqlite import SqliteDatabase, SqliteGraphStore
+from pilar.ingest import parse
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def write_all(store, docs) -> float:
+    t0 = time.perf_counter()
+    for parsed in docs:
+        store.write_document(parsed)
+    return time.perf_counter() - t0
+
+
+def clear(store) -> None:
+    """Empty a Neo4j store (schema kept), in batches (an implicit transaction)."""
+    with store.driver.session() as session:
+        session.run("MATCH (n) WHERE NOT n:SchemaMigration "
+                    "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", type=Path, default=SHARED / "wtq" / "dev" / "pages")
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--neo4j-uri", default=os.environ.get("NEO4J_URI"))
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    console = Console()
+    files = sorted(args.pages.glob("*.html"))[: args.limit]
+    docs = [parse(f) for f in track(files, description="parse")]
+    n_assert = sum(len(d.assertions) for d in docs)
+    n_support = sum(len(d.supports) for d in docs)
+    console.print(f"{len(docs)} documents, {n_assert} assertions, {n_support} supports, "
+                  f"{sum(len(d.entities) for d in docs)} entity records")
+
+    report = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteGraphStore(SqliteDatabase(Path(tmp) / "bench.sqlite"))
+        report["sqlite"] = write_all(store, docs)
+    if args.neo4j_uri:
+        from pilar.graph.neo4j import Neo4jGraphStore
+
+        store = Neo4jGraphStore(args.neo4j_uri)
+        clear(store)
+        report["neo4j"] = write_all(store, docs)
+        version = store.server_version()
+        clear(store)
+        store.close()
+        console.print(f"server: {version}")
+    else:
+        console.print("[yellow]no --neo4j-uri / NEO4J_URI: Neo4j not measured[/]")
+
+    table = Table(title="graph writes (one transaction per document)")
+    for col in ("backend", "documents", "assertions", "seconds", "assertions/s", "docs/s"):
+        table.add_column(col)
+    out = {}
+    for name, secs in report.items():
+        out[name] = {"documents": len(docs), "assertions": n_assert, "seconds": secs,
+                     "assertions_per_s": n_assert / secs, "docs_per_s": len(docs) / secs}
+        table.add_row(name, str(len(docs)), str(n_assert), f"{secs:.2f}",
+                      f"{n_assert / secs:,.0f}", f"{len(docs) / secs:.1f}")
+    console.print(table)
+    if "neo4j" in out:
+        console.print(f"neo4j / sqlite time ratio: {report['neo4j'] / report['sqlite']:.1f}x")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
