@@ -267,7 +267,9 @@ IngestStatus = Literal["ingested", "replaced", "unchanged", "failed"]
 
 @dataclass(slots=True)
 class IngestResult:
-    """Outcome of ingesting one file. ``reason`` is set when ``failed``."""
+    """Outcome of ingesting one file. ``reason`` is set when ``failed``;
+    ``n_assertions``/``n_entities`` count what the document holds (its
+    entities may be shared with documents stored earlier)."""
 
     path: str
     status: IngestStatus
@@ -277,6 +279,8 @@ class IngestResult:
     n_units: int = 0
     reason: str | None = None
     seconds: float = 0.0
+    n_assertions: int = 0
+    n_entities: int = 0
 
 
 @dataclass(slots=True)

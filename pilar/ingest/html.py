@@ -1,0 +1,651 @@
+"""HTML ingestion: one page of main-content text, faithful table grids and
+structure-completed evidence units (Tessera §3.3).
+
+:func:`parse_html` decodes the bytes (BOM, then a declared charset, then
+UTF-8, then windows-1252 so no byte is lost), parses them with lxml's HTML
+parser (never the XML parser: no entity expansion, no DTD, no network or file
+access, also for ``.xhtml``) and walks the tree once, iteratively (no Python
+recursion, so 20,000 nested elements are fine):
+
+- dropped: scripts, styles, ``nav``, hidden elements (``display:none``,
+  ``hidden``; collapsed ``NavContent`` / ``mw-collapsible`` blocks are kept),
+  edit links, citation marks (``sup.reference``), reference lists, sort keys,
+  link-only navboxes and sidebars (kept when they hold a ``table.wikitable``),
+  tables of contents, maintenance boxes;
+- headings build the section path (page title > h2 > h3 ...), kept on every
+  provenance and unit context;
+- paragraphs, list items, ``dt``/``dd`` definitions and captions become block
+  units; data tables and infoboxes become :class:`~pilar.model.TableGrid`
+  (via :func:`pilar.ingest.tables.build_grid`) and one row unit per body /
+  key-value row; layout tables (one row or column, or holding block content,
+  and not ``wikitable``/``infobox``) are read as ordinary flow.
+
+Table numbering: ``TableGrid.table_index`` counts the grids emitted, in
+document order (a nested table comes right after its enclosing one);
+``TableGrid.wikitable_index`` is the position among *all* ``table.wikitable``
+elements of the document in document order, nested included, hidden or not —
+how WikiTableQuestions numbers a page's tables.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import re
+
+from lxml import etree
+
+from pilar.config import Settings
+from pilar.errors import IngestError
+from pilar.ingest.tables import SourceCell, build_grid, inherit
+from pilar.ingest.units import add_support, block_units, render_cell, row_units
+from pilar.model import Document, Page, ParsedDocument, Support, TableGrid, Unit, UnitKind
+
+__all__ = ["parse_html", "decode_html", "parse_span"]
+
+PAGE = 1
+"""HTML documents have exactly one page."""
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"),
+         (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe", "utf-16-le"),
+         (b"\xfe\xff", "utf-16-be"))
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,400}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]{1,40})""", re.I)
+_XML_ENCODING = re.compile(
+    rb"""^\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9_.:\-]{1,40})""")
+# WHATWG: these labels mean windows-1252, which maps every byte to a character.
+_AS_CP1252 = frozenset({"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "ascii",
+                        "us-ascii", "cp1252", "windows-1252", "iso-8859-15"})
+_DIGITS = re.compile(r"\s*(\d{1,9})")
+_XPATH_INDEX = re.compile(r"\[(\d+)\]")
+_BR = "\x1f"  # line-break marker inside gathered text (never valid in HTML text)
+_SPACE = re.compile(r"\s")
+_CHUNK = 1 << 18
+
+_DROP_TAGS = frozenset({
+    "script", "style", "noscript", "template", "head", "title", "nav", "button", "select",
+    "option", "input", "textarea", "iframe", "object", "embed", "svg", "canvas", "audio",
+    "video", "map", "link", "meta", "img", "area", "source"})
+_DROP_CLASSES = frozenset({
+    "mw-editsection", "editsection", "reference", "reflist", "references", "refbegin",
+    "sortkey", "toc", "toctoggle", "mw-cite-backlink", "navbar", "catlinks", "printfooter",
+    "mw-jump-link", "metadata", "ambox", "mbox-small", "portal", "sistersitebox",
+    "navbox", "vertical-navbox", "sidebar", "hatnote", "dablink", "rellink"})
+_LINK_BOXES = frozenset({"navbox", "vertical-navbox", "sidebar"})
+_COLLAPSIBLE = frozenset({"NavContent", "NavFrame", "mw-collapsible", "mw-collapsible-content",
+                          "collapsible"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_BLOCK_KIND: dict[str, UnitKind] = {
+    "p": "paragraph", "li": "list_item", "dt": "definition", "dd": "definition",
+    "figcaption": "caption", "caption": "caption"}
+_BLOCKS = frozenset({
+    "p", "li", "dt", "dd", "figcaption", "caption", "div", "ul", "ol", "dl", "blockquote",
+    "pre", "section", "article", "main", "header", "footer", "aside", "figure", "center",
+    "body", "html", "form", "fieldset", "address", "hr", "table", "tbody", "thead", "tfoot",
+    "tr", "td", "th", "details", "summary", "menu", "legend"})
+_CAPTION_CLASSES = ("thumbcaption", "gallerytext")
+_CELL_BREAKS = frozenset({
+    "br", "p", "div", "li", "dt", "dd", "ul", "ol", "dl", "tr", "td", "th", "table",
+    "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "caption", "center"})
+_LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
+
+
+def parse_html(data: bytes, doc: Document, settings: Settings) -> ParsedDocument:
+    """Parse HTML ``data`` into one :class:`~pilar.model.Page` (number 1,
+    width = height = 0, text = main-content text with table rows as
+    ``"cell | cell"`` lines), block and row units with their supports, and
+    the table grids (Tessera §3.3).
+
+    The document's title is the ``<title>``, else the first ``<h1>``, else
+    the bold subject of the first paragraph (MediaWiki's lead sentence),
+    else ``doc.title`` (the file stem for files). Units are at most
+    ``settings.max_unit_chars`` long (long text is split); spans are capped
+    at ``settings.max_span``. Caps, truncated input and charset guesses are
+    reported in ``ParsedDocument.warnings``.
+
+    Raises :class:`~pilar.errors.IngestError` (one-line reason) when the
+    input is over ``settings.max_html_bytes``, cannot be parsed, or holds no
+    text content (e.g. only scripts and styles).
+    """
+    if not data or data.isspace():
+        raise IngestError("empty file")
+    if len(data) > settings.max_html_bytes:
+        raise IngestError(f"HTML is {len(data) / 2**20:.0f} MiB, over the "
+                          f"{settings.max_html_bytes / 2**20:.0f} MiB limit")
+    warnings: list[str] = []
+    utf8, encoding, guessed = decode_html(data)
+    if guessed:
+        warnings.append(f"no usable charset declared; decoded as {encoding}")
+    utf8 = _strip_prolog(utf8)
+    # The HTML parser never reads a DTD or expands entities; huge_tree lifts
+    # libxml2's 10 MB text-node and 256-level depth limits (the input is
+    # already capped at max_html_bytes), which would otherwise drop text.
+    parser = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
+                              no_network=True, huge_tree=True, collect_ids=False,
+                              default_doctype=False)
+    try:
+        root = etree.fromstring(utf8, parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+        raise IngestError(f"unparsable HTML: {_one_line(exc)}") from None
+    if root is None:
+        raise IngestError("unparsable HTML: no elements")
+    too_deep = any("Excessive depth" in e.message for e in parser.error_log)
+    if too_deep:
+        warnings.append("HTML nested deeper than the parser limit (2048); deeper content dropped")
+    reader = _Reader(root, doc, settings, warnings)
+    reader.run()
+    if not reader.units:
+        if too_deep:
+            raise IngestError("no text content: HTML nested deeper than the parser limit (2048)")
+        raise IngestError("no text content (only scripts, styles or markup)")
+    document = dataclasses.replace(doc, title=reader.title, n_pages=1)
+    page = Page(doc_id=doc.doc_id, number=PAGE, text="\n".join(reader.lines))
+    return ParsedDocument(document=document, pages=[page], supports=reader.supports,
+                          tables=reader.tables, units=reader.units, warnings=warnings)
+
+
+def decode_html(data: bytes) -> tuple[bytes, str, bool]:
+    """Return ``(utf8_bytes, encoding, guessed)``.
+
+    Order: byte-order mark; ``<meta charset>`` / ``http-equiv`` or the XML
+    declaration (first 4 KiB); valid UTF-8; else windows-1252 with the five
+    bytes it leaves undefined read as Latin-1, so every byte survives.
+    ``guessed`` is true when the last fallback was used or a declared
+    charset was unknown or did not fit the bytes.
+    """
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            body = data[len(bom):]
+            if enc == "utf-8":
+                return _utf8_or_fallback(body, "utf-8")
+            return body.decode(enc, errors="replace").encode("utf-8"), enc, False
+    head = data[:4096]
+    m = _XML_ENCODING.match(head) or _META_CHARSET.search(head)
+    declared = None
+    if m:
+        label = m.group(1).decode("ascii").lower()
+        try:
+            declared = codecs.lookup(label).name
+        except LookupError:
+            declared = None
+        if label in _AS_CP1252:
+            declared = "cp1252"
+    if declared is None or declared in ("utf-8", "utf-16", "utf-16-le", "utf-16-be"):
+        # A UTF-16 declaration without a BOM inside ASCII-compatible bytes is a lie.
+        return _utf8_or_fallback(data, "utf-8", guessed=bool(m) and declared is None)
+    if declared == "cp1252":
+        return _cp1252(data), "windows-1252", False
+    return data.decode(declared, errors="replace").encode("utf-8"), declared, False
+
+
+def _utf8_or_fallback(data: bytes, enc: str, guessed: bool = False) -> tuple[bytes, str, bool]:
+    try:
+        data.decode("utf-8")
+        return data, enc, guessed
+    except UnicodeDecodeError:
+        return _cp1252(data), "windows-1252", True
+
+
+def _latin1_fill(err: UnicodeDecodeError) -> tuple[str, int]:
+    return err.object[err.start:err.end].decode("latin-1"), err.end
+
+
+codecs.register_error("pilar-latin1", _latin1_fill)
+
+
+def _cp1252(data: bytes) -> bytes:
+    return data.decode("cp1252", errors="pilar-latin1").encode("utf-8")
+
+
+def _strip_prolog(data: bytes) -> bytes:
+    """Cut an XML declaration and a DOCTYPE with an internal subset (entity
+    definitions) off the front: the HTML parser would show them as text."""
+    head = data[:64].lstrip()
+    if not (head[:5] == b"<?xml" or head[:9].lower() == b"<!doctype"):
+        return data
+    rest = data.lstrip()
+    if rest[:5] == b"<?xml":
+        end = rest.find(b"?>")
+        rest = rest[end + 2:].lstrip() if end >= 0 else rest
+    if rest[:9].lower() == b"<!doctype":
+        gt, bracket = rest.find(b">"), rest.find(b"[")
+        if 0 <= bracket < gt:
+            end = rest.find(b"]>", bracket)
+            if end >= 0:
+                rest = rest[end + 2:]
+    return rest
+
+
+def parse_span(value: str | None) -> int:
+    """A lenient ``rowspan``/``colspan``: leading digits (``"2;"`` -> 2),
+    else 1 (``"abc"``, missing). Capping is :func:`build_grid`'s job."""
+    if not value:
+        return 1
+    m = _DIGITS.match(value)
+    return int(m.group(1)) if m else 1
+
+
+def _flag_name(el) -> bool:
+    """A hidden country name linked right after a flag icon (Wikipedia's
+    flag templates): the only text of what the flag shows, so kept."""
+    link = el.getparent()
+    if link is None or link.tag != "a":
+        return False
+    icon = link.getprevious()
+    return icon is not None and "flagicon" in (icon.get("class") or "")
+
+
+def _bold(cell) -> bool:
+    """The cell's whole text is bold: ``font-weight: bold`` or one ``b`` /
+    ``strong`` child with no text around it."""
+    style = cell.get("style")
+    if style and "bold" in style:
+        return True
+    if len(cell) != 1 or cell[0].tag not in ("b", "strong"):
+        return False
+    return not (cell.text or "").strip() and not (cell[0].tail or "").strip()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def _collapse(text: str) -> str:
+    """Whitespace runs to one space, trimmed. Big text goes in chunks cut at
+    whitespace: one split() would hold every word at once (~50 bytes each)."""
+    n = len(text)
+    if n <= _CHUNK:
+        return " ".join(text.split())
+    parts = []
+    start = 0
+    while start < n:
+        m = _SPACE.search(text, min(start + _CHUNK, n))
+        end = m.start() if m else n
+        part = " ".join(text[start:end].split())
+        if part:
+            parts.append(part)
+        start = end + 1
+    return " ".join(parts)
+
+
+def _lines(text: str) -> str:
+    """Collapse whitespace; ``_BR`` markers become single ``"\\n"``."""
+    if _BR not in text:
+        return _collapse(text)
+    out = []
+    for line in text.split(_BR):
+        line = _collapse(line)
+        if line:
+            out.append(line)
+    return "\n".join(out)
+
+
+class _Reader:
+    """One pass over a parsed page, collecting units, supports, grids and
+    the page's text lines."""
+
+    def __init__(self, root, doc: Document, settings: Settings, warnings: list[str]):
+        self.root = root
+        self.tree = root.getroottree()
+        self.doc_id = doc.doc_id
+        self.max_chars = settings.max_unit_chars
+        self.max_span = settings.max_span
+        self.warnings = warnings
+        self.supports: list[Support] = []
+        self.units: list[Unit] = []
+        self.tables: list[TableGrid] = []
+        self.lines: list[str] = []
+        self.buf: list[str] = []
+        self.sections: list[tuple[int, str]] = []
+        self.pending_dt: list | None = None  # [text, css path, used by a dd]
+        self.wikitables: dict[object, int] = {}
+        n = 0
+        for table in root.iter("table"):
+            if "wikitable" in (table.get("class") or ""):
+                self.wikitables[table] = n
+                n += 1
+        self.title = self._title() or doc.title
+        self.section_path: tuple[str, ...] = (self.title,) if self.title else ()
+
+    # -- document level -------------------------------------------------
+
+    def _title(self) -> str:
+        for el in self.root.iter("title"):
+            text = " ".join((el.text or "").split())
+            if text:
+                return text
+        body = self.root.find("body")
+        body = body if body is not None else self.root
+        for el in body.iter("h1"):
+            text = self._text(el).replace("\n", " ")
+            if text:
+                return text
+        # MediaWiki fragments have neither: the lead sentence bolds the subject.
+        for para in body.iterchildren("p"):
+            if not self._text(para):
+                continue
+            bold = next(para.iter("b"), None)
+            text = self._text(bold).replace("\n", " ") if bold is not None else ""
+            return text if len(text) <= 200 else ""
+        return ""
+
+    def run(self) -> None:
+        body = self.root.find("body")
+        top = body if body is not None else self.root
+        walker = etree.iterwalk(top, events=("start", "end"))
+        stack: list[tuple[object, UnitKind, int]] = []  # open blocks: element, kind, path depth
+        buf = self.buf
+        # CSS path of the current element, kept as we go (getpath is O(siblings)).
+        path = self.path = [] if top is self.root else ["html"]
+        counts: list[dict[str, int]] = [{}]
+        skip = None
+        for event, el in walker:
+            if event == "start":
+                tag = el.tag
+                if not isinstance(tag, str):
+                    walker.skip_subtree()
+                    skip = el
+                    continue
+                seen = counts[-1]
+                n = seen[tag] = seen.get(tag, 0) + 1
+                if self._dropped(el, tag):
+                    walker.skip_subtree()
+                    skip = el
+                    continue
+                path.append(tag if tag == "body" or tag == "html" else f"{tag}:nth-of-type({n})")
+                counts.append({})
+                if tag in _HEADINGS:
+                    self._flush(stack)
+                    self._heading(el, tag)
+                    walker.skip_subtree()
+                    skip = el
+                    path.pop()
+                    counts.pop()
+                    continue
+                if tag == "table":
+                    self._flush(stack)
+                    rows = self._rows(el)
+                    if self._is_data_table(el, rows):
+                        self._settle_dt()
+                        self._tables(el, rows)
+                        walker.skip_subtree()
+                        skip = el
+                        path.pop()
+                        counts.pop()
+                        continue
+                if tag in _BLOCKS:
+                    self._flush(stack)
+                    kind = _BLOCK_KIND.get(tag)
+                    if kind is None:
+                        if tag == "div" and self._is_caption(el):
+                            kind = "caption"
+                        else:
+                            kind = stack[-1][1] if stack else "paragraph"
+                            if kind == "caption":
+                                kind = "paragraph"
+                    stack.append((el, kind, len(path)))
+                elif tag == "br":
+                    buf.append(" ")
+                if el.text:
+                    buf.append(el.text)
+            else:
+                if el is skip:
+                    skip = None
+                else:
+                    if stack and stack[-1][0] is el:
+                        self._flush(stack)
+                        stack.pop()
+                        if el.tag == "dl":
+                            self._settle_dt()
+                    path.pop()
+                    counts.pop()
+                if el.tail:
+                    buf.append(el.tail)
+        self._flush(stack)
+        self._settle_dt()
+
+    # -- element tests ----------------------------------------------------
+
+    def _dropped(self, el, tag: str) -> bool:
+        if tag in _DROP_TAGS:
+            return True
+        if tag == "span" and el.get("id") == "coordinates":
+            return True  # the page-title copy of the coordinates, shown at the top
+        cls = el.get("class")
+        tokens = cls.split() if cls else ()
+        for token in tokens:
+            if token in _DROP_CLASSES:
+                if token in _LINK_BOXES and self._holds_wikitable(el):
+                    continue
+                return True
+        style = el.get("style")
+        if style and "none" in style or el.get("hidden") is not None:
+            style = (style or "").replace(" ", "").lower()
+            if "display:none" in style or el.get("hidden") is not None:
+                return not (any(t in _COLLAPSIBLE for t in tokens) or _flag_name(el))
+        return False
+
+    @staticmethod
+    def _holds_wikitable(el) -> bool:
+        return any("wikitable" in (t.get("class") or "") for t in el.iter("table"))
+
+    @staticmethod
+    def _is_caption(el) -> bool:
+        cls = el.get("class")
+        return bool(cls) and any(c in cls for c in _CAPTION_CLASSES)
+
+    @staticmethod
+    def _rows(table) -> list[tuple[object, str]]:
+        """The table's own rows with their CSS path relative to the table."""
+        rows = []
+        n_tr = 0
+        sections: dict[str, int] = {}
+        for child in table:
+            tag = child.tag
+            if tag == "tr":
+                n_tr += 1
+                rows.append((child, f"tr:nth-of-type({n_tr})"))
+            elif tag in ("tbody", "thead", "tfoot"):
+                j = sections[tag] = sections.get(tag, 0) + 1
+                k = 0
+                for tr in child:
+                    if tr.tag == "tr":
+                        k += 1
+                        rows.append((tr, f"{tag}:nth-of-type({j}) > tr:nth-of-type({k})"))
+        return rows
+
+    def _is_data_table(self, table, rows) -> bool:
+        """wikitable / infobox, or at least 2 rows and 2 columns without block
+        content in the cells; anything else is layout, read as flow."""
+        cls = table.get("class") or ""
+        if "wikitable" in cls or "infobox" in cls:
+            return True
+        if len(rows) < 2:
+            return False
+        if max(sum(1 for c in tr if c.tag in ("td", "th")) for tr, _ in rows) < 2:
+            return False
+        return next(table.iterdescendants(*_LAYOUT_BLOCKS), None) is None
+
+    # -- text ---------------------------------------------------------------
+
+    def _here(self, depth: int | None = None) -> str:
+        """CSS path of the element the walk is in (or of its ancestor at
+        ``depth``)."""
+        return " > ".join(self.path if depth is None else self.path[:depth])
+
+    def _css(self, el) -> str:
+        """CSS path of any element (lxml's getpath: O(siblings), so only for
+        elements off the walk, like nested tables)."""
+        path = self.tree.getpath(el)
+        return _XPATH_INDEX.sub(r":nth-of-type(\1)", path[1:]).replace("/", " > ")
+
+    def _text(self, el, nested: list | None = None) -> str:
+        """Visible text of ``el``: dropped elements skipped, line breaks
+        (``br``, blocks, list items) as ``"\\n"``. Data tables inside are
+        appended to ``nested`` and left out (they get their own grid)."""
+        if len(el) == 0:
+            text = el.text
+            return _collapse(text) if text else ""
+        parts = [el.text] if el.text else []
+        walker = etree.iterwalk(el, events=("start", "end"))
+        next(walker)
+        skip = None
+        for event, sub in walker:
+            if event == "start":
+                tag = sub.tag
+                if not isinstance(tag, str) or self._dropped(sub, tag):
+                    walker.skip_subtree()
+                    skip = sub
+                    continue
+                if tag == "table" and nested is not None and self._is_data_table(
+                        sub, self._rows(sub)):
+                    nested.append(sub)
+                    parts.append(_BR)
+                    walker.skip_subtree()
+                    skip = sub
+                    continue
+                if tag in _CELL_BREAKS:
+                    parts.append(_BR)
+                if sub.text:
+                    parts.append(sub.text)
+            else:
+                if sub is el:
+                    break
+                if sub is skip:
+                    skip = None
+                elif sub.tag in _CELL_BREAKS and sub.tag != "br":
+                    parts.append(_BR)
+                if sub.tail:
+                    parts.append(sub.tail)
+        return _lines("".join(parts))
+
+    # -- blocks -----------------------------------------------------------
+
+    def _flush(self, stack) -> None:
+        buf = self.buf
+        if not buf:
+            return
+        text = _collapse("".join(buf))
+        buf.clear()
+        if not text:
+            return
+        el, kind, depth = stack[-1] if stack else (None, "paragraph", 0)
+        tag = el.tag if el is not None else ""
+        css = self._here(depth) if depth else None
+        if tag == "dt":
+            self._settle_dt()
+            self.pending_dt = [text, css, False]
+            return
+        if tag == "dd" and self.pending_dt is not None:
+            text = f"{self.pending_dt[0]}: {text}"
+            self.pending_dt[2] = True
+        else:
+            self._settle_dt()
+        self._block(kind, text, css)
+
+    def _settle_dt(self) -> None:
+        """Emit a ``dt`` no ``dd`` used (a pseudo-heading) as its own unit."""
+        pending, self.pending_dt = self.pending_dt, None
+        if pending is not None and not pending[2]:
+            self._block("definition", pending[0], pending[1])
+
+    def _block(self, kind: UnitKind, text: str, css: str | None) -> None:
+        units = block_units(kind, text, self.supports, doc_id=self.doc_id, page=PAGE,
+                            page_title=self.title, section_path=self.section_path,
+                            css_path=css, max_chars=self.max_chars)
+        self.units.extend(units)
+        self.lines.extend(u.text for u in units)
+
+    def _heading(self, el, tag: str) -> None:
+        self._settle_dt()
+        text = self._text(el).replace("\n", " ")
+        if not text:
+            return
+        level = int(tag[1])
+        sections = self.sections
+        if level == 1 and text == self.title:
+            sections.clear()
+        else:
+            while sections and sections[-1][0] >= level:
+                sections.pop()
+            sections.append((level, text[:self.max_chars]))
+        self.section_path = ((self.title,) if self.title else ()) + tuple(t for _, t in sections)
+        add_support(self.supports, kind="heading", text=text[:self.max_chars],
+                    doc_id=self.doc_id, page=PAGE, section_path=self.section_path,
+                    css_path=self._here())
+        self.lines.append(text)
+
+    # -- tables -----------------------------------------------------------
+
+    def _tables(self, table, rows) -> None:
+        """Grid and row units for ``table`` and, right after it, every data
+        table nested in its cells (depth first, iteratively)."""
+        todo: list[tuple[object, list, TableGrid | None, SourceCell | None]] = [
+            (table, rows, None, None)]
+        while todo:
+            el, rows, parent, holder = todo.pop()
+            nested: list[tuple[object, SourceCell]] = []
+            grid = self._grid(el, rows, nested, self._here() if parent is None else self._css(el))
+            if parent is not None and holder is not None and holder.origin is not None:
+                inherit(grid, parent, *holder.origin)
+            self.tables.append(grid)
+            self._emit_rows(grid)
+            for sub, cell in reversed(nested):
+                todo.append((sub, self._rows(sub), grid, cell))
+
+    def _grid(self, table, rows, nested: list, path: str) -> TableGrid:
+        caption = ""
+        for child in table:
+            if child.tag == "caption":
+                caption = self._text(child).replace("\n", " ")
+                break
+        source: list[list[SourceCell]] = []
+        for i, (tr, tr_path) in enumerate(rows):
+            top = i < 3  # bold hints matter for a header row at the top only
+            row: list[SourceCell] = []
+            n_td = n_th = 0
+            for cell in tr:
+                tag = cell.tag
+                if tag == "td":
+                    n_td += 1
+                    pos = n_td
+                elif tag == "th":
+                    n_th += 1
+                    pos = n_th
+                else:
+                    continue
+                found: list = []
+                text = self._text(cell, found)
+                sc = SourceCell(text=text, is_header=tag == "th",
+                                rowspan=parse_span(cell.get("rowspan")),
+                                colspan=parse_span(cell.get("colspan")),
+                                css_path=f"{path} > {tr_path} > {tag}:nth-of-type({pos})",
+                                emphasis=top and tag == "td" and bool(text) and _bold(cell))
+                nested.extend((sub, sc) for sub in found)
+                row.append(sc)
+            source.append(row)
+        cls = table.get("class") or ""
+        grid = build_grid(source, table_index=len(self.tables), doc_id=self.doc_id, page=PAGE,
+                          caption=caption, section_path=self.section_path,
+                          kind="infobox" if "infobox" in cls else "table", css_path=path,
+                          max_span=self.max_span, warnings=self.warnings)
+        grid.wikitable_index = self.wikitables.get(table)
+        return grid
+
+    def _emit_rows(self, grid: TableGrid) -> None:
+        if grid.caption:
+            self.units.extend(block_units(
+                "caption", grid.caption, self.supports, doc_id=self.doc_id, page=PAGE,
+                page_title=self.title, section_path=self.section_path,
+                css_path=f"{grid.css_path} > caption", max_chars=self.max_chars))
+            self.lines.append(grid.caption)
+        self.units.extend(row_units(grid, self.supports, self.title, max_chars=self.max_chars))
+        for row in grid.cells:
+            texts = []
+            last = None
+            for cell in row:
+                if cell is not last and cell.text:
+                    texts.append(render_cell(cell.text))
+                last = cell
+            if texts:
+                self.lines.append(" | ".join(texts))
