@@ -15,9 +15,12 @@ from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
+
 from pilar.config import Settings
 from pilar.errors import IngestError, PilarError
 from pilar.graph import open_graph
+from pilar.graph.linking import link_across
 from pilar.ingest import parse, read_source
 from pilar.model import Document, IngestResult, Packet, ParsedDocument, RankedPage, SearchResult
 from pilar.packing.packet import PageEvidence, assemble
@@ -29,6 +32,8 @@ from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
+MAX_UNIT_VECTORS = 5000
+"""Units embedded per document at ingest (the rest are embedded when selected)."""
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -155,26 +160,45 @@ class Pilar:
                                 seconds=time.perf_counter() - t0)
         return IngestResult(shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
                             len(parsed.pages), len(parsed.supports), len(parsed.units),
+                            n_assertions=len(parsed.assertions),
+                            n_entities=len(parsed.entities),
                             seconds=time.perf_counter() - t0)
+
+    def _embed(self, parsed: ParsedDocument) -> tuple[list[np.ndarray], list[list[str | None]]]:
+        """Dense vectors per page: one per evidence unit (completed text, at
+        most 128 tokens; at most ``MAX_UNIT_VECTORS`` per document), or text
+        windows of the page when it has no embedded units. Returns the
+        vectors and the unit id behind each row, page by page."""
+        units = parsed.units[:MAX_UNIT_VECTORS]
+        unit_vecs = self.embedder.encode([u.completed_text for u in units], max_tokens=128)
+        by_page: dict[int, list[int]] = {}
+        for i, u in enumerate(units):
+            by_page.setdefault(u.page, []).append(i)
+        vectors, ids = [], []
+        for page in parsed.pages:
+            rows = by_page.get(page.number)
+            if rows:
+                vectors.append(unit_vecs[rows])
+                ids.append([units[i].unit_id for i in rows])
+            else:
+                chunks = self.embedder.chunk(page.text, parsed.document.title)
+                vectors.append(self.embedder.encode(chunks))
+                ids.append([None] * len(chunks))
+        return vectors, ids
 
     def _store(self, parsed: ParsedDocument) -> bool:
         """Write one parsed document to graph and index atomically; returns
         True when it replaced an older version at the same uri."""
-        vectors = []
-        for page in parsed.pages:
-            chunks = self.embedder.chunk(page.text, parsed.document.title)
-            vectors.append(self.embedder.encode(chunks))
-        unit_vectors = self.embedder.encode([u.completed_text for u in parsed.units])
+        vectors, unit_ids = self._embed(parsed)
         old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
+        parsed.same_as = link_across(parsed, self.graph, self.settings)
         # the index transaction encloses the graph write: if the graph write
         # fails the index rolls back; on the embedded store both share one
         # SQLite transaction
         with self.index.transaction():
             for doc_id in old:
                 self.index.delete_document(doc_id)
-            self.index.add_pages(parsed.pages, vectors)
-            self.index.add_units(parsed.document.doc_id, [u.unit_id for u in parsed.units],
-                                 unit_vectors)
+            self.index.add_pages(parsed.pages, vectors, unit_ids)
             self.graph.write_document(parsed, replaces=old)
         return bool(old)
 

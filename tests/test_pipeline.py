@@ -152,8 +152,8 @@ def test_failure_mid_document_leaves_store_unchanged(tmp_path: Path, monkeypatch
     else:
         original = SqlitePageIndex.add_pages
 
-        def broken(self, pages, vectors):
-            original(self, pages[:1], vectors[:1])
+        def broken(self, pages, vectors, unit_ids=None):
+            original(self, pages[:1], vectors[:1], unit_ids[:1] if unit_ids else None)
             raise sqlite3.OperationalError("disk I/O error (injected)")
 
         monkeypatch.setattr(SqlitePageIndex, "add_pages", broken)

@@ -1,7 +1,9 @@
 -- pilar embedded page index, schema version 2: hybrid page retrieval
 -- (PILAR §3.4). BM25 over an FTS5 table (porter stemming over unicode61
--- tokens) and dense vectors (float32, L2-normalised; several chunks per page,
--- a page's dense score is its best chunk's cosine).
+-- tokens) and dense vectors (float32, L2-normalised). A page has several
+-- vectors: one per evidence unit on it (its completed text; unit_id set, and
+-- reused by unit selection, Tessera §3.4), or text windows when it has no
+-- units; a page's dense score is its best vector's cosine.
 
 CREATE TABLE index_pages (
     rowid   INTEGER PRIMARY KEY,
@@ -25,9 +27,11 @@ END;
 CREATE TABLE page_vectors (
     page_rowid INTEGER NOT NULL REFERENCES index_pages(rowid) ON DELETE CASCADE,
     chunk      INTEGER NOT NULL,
+    unit_id    TEXT,                             -- the unit embedded, if any
     vector     BLOB NOT NULL,                    -- float32 little-endian, L2-normalised
     PRIMARY KEY (page_rowid, chunk)
 );
+CREATE INDEX page_vectors_unit ON page_vectors(unit_id) WHERE unit_id IS NOT NULL;
 
 CREATE TABLE index_meta (
     key   TEXT PRIMARY KEY,

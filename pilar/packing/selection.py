@@ -100,6 +100,6 @@ class UnitSelector:
         vectors = self.unit_vectors([u.unit_id for u in units])
         missing = [u for u in units if u.unit_id not in vectors]
         if missing:
-            fresh = self.embedder.encode([u.completed_text for u in missing])
+            fresh = self.embedder.encode([u.completed_text for u in missing], max_tokens=128)
             vectors.update({u.unit_id: v for u, v in zip(missing, fresh)})
         return np.array([float(vectors[u.unit_id] @ query) for u in units])

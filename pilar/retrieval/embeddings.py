@@ -45,7 +45,7 @@ class Embedder:
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, batch_size: int = 32,
-                 window: int = 160, max_chunks: int = 48):
+                 window: int = 160, max_chunks: int = 16):
         self.model_name = model
         self.batch_size = batch_size
         self.window = window
@@ -77,12 +77,20 @@ class Embedder:
         """The model's Hugging Face tokenizer (used to estimate reader tokens)."""
         return self.model.tokenizer
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """``(len(texts), dim)`` float32, L2-normalised."""
+    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+        """``(len(texts), dim)`` float32, L2-normalised. ``max_tokens``
+        truncates inputs shorter than the model's own limit (cheaper)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+        model = self.model
+        limit = model.max_seq_length
+        if max_tokens:
+            model.max_seq_length = min(limit, max_tokens)
+        try:
+            vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                convert_to_numpy=True, show_progress_bar=False)
+        finally:
+            model.max_seq_length = limit
         return np.asarray(vecs, dtype=np.float32)
 
     def query(self, text: str) -> np.ndarray:

@@ -51,43 +51,39 @@ class SqlitePageIndex:
         """A write transaction on the shared store file (nested uses join it)."""
         return self.db.transaction()
 
-    def add_pages(self, pages: list[Page], vectors: list[np.ndarray]) -> None:
-        """Index ``pages``; ``vectors[i]`` is a ``(chunks, dim)`` float32 array
-        of L2-normalised embeddings of page ``i``."""
+    def add_pages(self, pages: list[Page], vectors: list[np.ndarray],
+                  unit_ids: list[list[str | None]] | None = None) -> None:
+        """Index ``pages``; ``vectors[i]`` is a ``(n, dim)`` float32 array of
+        L2-normalised embeddings of page ``i`` and ``unit_ids[i]`` names the
+        unit behind each row (None for a plain text window)."""
         with self.db.transaction() as c:
-            for page, vecs in zip(pages, vectors, strict=True):
+            for i, (page, vecs) in enumerate(zip(pages, vectors, strict=True)):
                 cur = c.execute(
                     "INSERT INTO index_pages (page_id, doc_id, number, text) VALUES (?,?,?,?)",
                     (page.page_id, page.doc_id, page.number, page.text),
                 )
                 rowid = cur.lastrowid
+                ids = unit_ids[i] if unit_ids else [None] * len(vecs)
                 c.executemany(
-                    "INSERT INTO page_vectors (page_rowid, chunk, vector) VALUES (?,?,?)",
-                    [(rowid, i, np.asarray(v, dtype="<f4").tobytes()) for i, v in enumerate(vecs)],
+                    "INSERT INTO page_vectors (page_rowid, chunk, unit_id, vector) VALUES (?,?,?,?)",
+                    [(rowid, j, uid, np.asarray(v, dtype="<f4").tobytes())
+                     for j, (uid, v) in enumerate(zip(ids, vecs, strict=True))],
                 )
 
-    def add_units(self, doc_id: str, unit_ids: list[str], vectors: np.ndarray) -> None:
-        """Store the ``(len(unit_ids), dim)`` float32 vectors of a document's units."""
-        with self.db.transaction() as c:
-            c.executemany("INSERT OR REPLACE INTO unit_vectors (unit_id, doc_id, vector) VALUES (?,?,?)",
-                          [(uid, doc_id, np.asarray(v, dtype="<f4").tobytes())
-                           for uid, v in zip(unit_ids, vectors, strict=True)])
-
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
-        """``{unit_id: (dim,) float32}`` for the ids that have vectors."""
+        """``{unit_id: (dim,) float32}`` for the units embedded at ingest."""
         out = {}
         for i in range(0, len(unit_ids), 500):
             chunk = unit_ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
             for uid, blob in self.db.conn.execute(
-                    f"SELECT unit_id, vector FROM unit_vectors WHERE unit_id IN ({marks})", chunk):
+                    f"SELECT unit_id, vector FROM page_vectors WHERE unit_id IN ({marks})", chunk):
                 out[uid] = np.frombuffer(blob, dtype="<f4")
         return out
 
     def delete_document(self, doc_id: str) -> int:
-        """Remove a document's pages, page vectors and unit vectors; returns pages removed."""
+        """Remove a document's pages and vectors; returns pages removed."""
         with self.db.transaction() as c:
-            c.execute("DELETE FROM unit_vectors WHERE doc_id = ?", (doc_id,))
             return c.execute("DELETE FROM index_pages WHERE doc_id = ?", (doc_id,)).rowcount
 
     def count(self) -> int:

@@ -1,0 +1,82 @@
+"""Per-search latency (reader excluded): p50 and p95 of ``Pilar.search``.
+
+    python bench/query_latency.py [--home DIR] [--questions TSV] [--n N]
+                                  [--neo4j-uri URI] [--json OUT]
+
+Runs ``--n`` lookup questions (fixed-seed sample) against a store that
+already holds the corpus (``bench/retrieval_recall.py`` or
+``bench/delivery.py`` fill ``bench/out/home-dev``), after 5 warm-up searches.
+With ``--neo4j-uri`` (or NEO4J_URI) the same questions also run with the
+graph on Neo4j: the store's documents are re-ingested into Neo4j first (the
+page index stays in the embedded file). Targets on the 400-page corpus,
+2 cores: p50 <= 150 ms, p95 <= 400 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from pilar import Pilar
+from pilar.config import Settings
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def measure(p: Pilar, questions: list[str]) -> dict[str, float]:
+    for q in questions[:5]:
+        p.search(q)
+    times = []
+    for q in track(questions, description=f"search ({p.graph.name})"):
+        t = time.perf_counter()
+        p.search(q)
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return {"p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
+            "mean_ms": statistics.fmean(times), "n": len(times)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", type=Path, default=Path("bench/out/home-dev"))
+    ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--neo4j-uri", default=os.environ.get("NEO4J_URI"))
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    console = Console()
+    rows = [r.split("\t") for r in args.questions.read_text(encoding="utf-8").splitlines()[1:]]
+    questions = random.Random(13).sample([r[1] for r in rows if r[4] == "1"], args.n)
+
+    embedded = Pilar(home=args.home)
+    n_docs = len(embedded.docs())
+    report = {"sqlite": measure(embedded, questions)}
+    if args.neo4j_uri:
+        settings = Settings(graph="neo4j", neo4j_uri=args.neo4j_uri)
+        neo = Pilar(home=args.home.with_name(args.home.name + "-neo4j"), settings=settings)
+        docs = [Path(d.uri) for d in embedded.docs()]
+        for path in track(docs, description="ingest into Neo4j"):
+            neo.ingest_file(path)
+        report["neo4j"] = measure(neo, questions)
+    table = Table(title=f"search latency, {args.n} questions, {n_docs} documents, reader excluded")
+    for col in ("graph backend", "p50 ms", "p95 ms", "mean ms"):
+        table.add_column(col)
+    for name, r in report.items():
+        table.add_row(name, f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['mean_ms']:.1f}")
+    console.print(table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
