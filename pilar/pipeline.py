@@ -36,16 +36,23 @@ MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
 
 
+NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".tsv", ".py",
+                           ".toml", ".yml", ".yaml", ".cfg", ".ini", ".log"})
+"""Suffixes skipped when walking a folder (notes and data beside documents);
+files named explicitly are always tried, their type sniffed from content."""
+
+
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files skipped), glob patterns expanded; sorted within each
-    argument, duplicates dropped. A path that matches nothing is kept so that
-    ingestion reports it as missing."""
+    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped), glob patterns
+    expanded; sorted within each argument, duplicates dropped. A path that
+    matches nothing is kept so that ingestion reports it as missing."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
             out.extend(sorted(f for f in p.rglob("*") if f.is_file()
+                              and f.suffix.lower() not in NOT_DOCUMENTS
                               and not any(part.startswith(".") for part in f.relative_to(p).parts)))
         elif p.exists():
             out.append(p)

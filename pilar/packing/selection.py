@@ -2,7 +2,8 @@
 prefilter to ``prefilter`` candidates (BM25 over completed text), then a
 reranker on completed text: a sentence-transformers CrossEncoder when one is
 configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
-vectors computed at ingest)."""
+vectors computed at ingest) mixed with the prefilter's BM25 as in PILAR's
+hybrid page score (0.4 BM25 min-max + 0.6 dense)."""
 
 from __future__ import annotations
 
@@ -87,12 +88,15 @@ class UnitSelector:
         lexical = bm25_scores(q, [tokens(u.completed_text) for _, u in units])
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
-        rerank = self._rerank(question, [u for _, u, _ in picked])
+        rerank = self._rerank(question, [u for _, u, _ in picked],
+                              np.array([lex for _, _, lex in picked]))
         scored = [ScoredUnit(u, lex, float(r), rank) for (rank, u, lex), r in zip(picked, rerank)]
         scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
         return scored
 
-    def _rerank(self, question: str, units: list[Unit]) -> np.ndarray:
+    def _rerank(self, question: str, units: list[Unit], lexical: np.ndarray) -> np.ndarray:
+        """CrossEncoder scores, or without one the hybrid of PILAR §3.4 at unit
+        level: 0.4 x BM25 (min-max over the candidates) + 0.6 x cosine."""
         if self.cross_encoder is not None:
             pairs = [(question, u.completed_text) for u in units]
             return np.asarray(self.cross_encoder.predict(pairs, show_progress_bar=False))
@@ -102,4 +106,7 @@ class UnitSelector:
         if missing:
             fresh = self.embedder.encode([u.completed_text for u in missing], max_tokens=128)
             vectors.update({u.unit_id: v for u, v in zip(missing, fresh)})
-        return np.array([float(vectors[u.unit_id] @ query) for u in units])
+        cosine = np.array([float(vectors[u.unit_id] @ query) for u in units])
+        span = lexical.max() - lexical.min() if len(lexical) else 0.0
+        lex = (lexical - lexical.min()) / span if span > 1e-12 else np.ones_like(lexical)
+        return 0.4 * lex + 0.6 * cosine
