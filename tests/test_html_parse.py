@@ -11,7 +11,8 @@ import pytest
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest import new_document
-from pilar.ingest.html import decode_html, parse_html, parse_span
+from pilar.ingest.html import parse_html, parse_span
+from pilar.ingest.html_decode import decode_html
 
 SETTINGS = Settings()
 
