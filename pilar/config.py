@@ -99,6 +99,34 @@ class Settings(BaseSettings):
     pdf_max_image_pixels: int = Field(
         400_000_000, description="pages holding a larger raster image are not rendered")
 
+    # assertion graph (PILAR §3.2-3.3, App. E.2-E.5; pilar.ingest.graph_build)
+    llm_base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint for text extraction (e.g. a vLLM "
+        "server's http://host:8000/v1); unset = the rule-based extractor")
+    llm_model: str | None = Field(None, description="model name for text extraction")
+    llm_api_key: str | None = Field(None, description="API key of the LLM/VLM endpoint")
+    llm_timeout: float = Field(60.0, description="seconds per LLM/VLM request")
+    llm_max_retries: int = Field(2, description="retries of the openai client per request")
+    llm_concurrency: int = Field(4, description="LLM/VLM requests in flight per document")
+    llm_max_failures: int = Field(
+        3, description="consecutive transport failures before a document stops calling")
+    vlm_model: str | None = Field(
+        None, description="VLM for visual assertions (table/figure crops); unset = none")
+    vlm_base_url: str | None = Field(None, description="VLM endpoint (default llm_base_url)")
+    vlm_batch: bool = Field(
+        False, description="run the VLM in process with vllm + qwen-vl-utils (extra gpu)")
+    vlm_dpi: int = Field(144, description="render resolution of crops sent to the VLM")
+    assertions_per_block: int = Field(5, description="text assertions per block at most")
+    link_threshold_doc: float = Field(
+        0.75, description="name similarity that merges mentions within a document")
+    link_threshold_cross: float = Field(
+        0.8, description="name similarity for SAME_AS links across documents")
+    link_candidates: int = Field(20, description="stored entities scored per new entity")
+    predicates_path: Path | None = Field(
+        None, description="predicate inventory TOML (default pilar/ingest/predicates.toml)")
+    aliases_path: Path | None = Field(
+        None, description="alias table TSV (default pilar/ingest/aliases.tsv)")
+
     neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"))
     neo4j_username: str | None = Field(
         None, validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username")
@@ -120,6 +148,16 @@ class Settings(BaseSettings):
         explicitly (environment, ``.env`` or arguments) win over the profile."""
         update = {k: v for k, v in PROFILES[self.profile].items() if k not in self.model_fields_set}
         return self.model_copy(update=update)
+
+    @property
+    def llm_enabled(self) -> bool:
+        """Text extraction goes to the LLM endpoint (both URL and model set)."""
+        return bool(self.llm_base_url and self.llm_model)
+
+    @property
+    def vlm_enabled(self) -> bool:
+        """Visual assertions are extracted (a VLM model and an endpoint, or batch mode)."""
+        return bool(self.vlm_model and (self.vlm_batch or self.vlm_base_url or self.llm_base_url))
 
     @property
     def db_path(self) -> Path:
