@@ -45,7 +45,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
     p = _pilar(home)
     files = expand_paths(paths)
     counts = {"ingested": 0, "replaced": 0, "unchanged": 0, "failed": 0}
-    pages = units = 0
+    pages = units = assertions = entities = 0
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.description}"), console=err,
                   transient=False) as bar:
@@ -56,12 +56,14 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
             counts[r.status] += 1
             pages += r.n_pages if r.status in ("ingested", "replaced") else 0
             units += r.n_units
+            assertions += r.n_assertions
+            entities += r.n_entities
             if r.status == "failed":
                 bar.console.print(f"[red]failed[/] {escape(str(path))}: {escape(r.reason or '')}")
             bar.advance(task)
     err.print(f"{counts['ingested']} ingested, {counts['replaced']} replaced, "
               f"{counts['unchanged']} unchanged, {counts['failed']} failed "
-              f"({pages} pages, {units} units)")
+              f"({pages} pages, {units} units, {assertions} assertions, {entities} entities)")
     if counts["failed"]:
         raise typer.Exit(1)
 

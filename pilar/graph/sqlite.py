@@ -263,9 +263,14 @@ class SqliteGraphStore:
             "INSERT OR IGNORE INTO assertion_supports (assertion_id, support_id, role) VALUES (?,?,?)",
             [(a.assertion_id, sid, "primary") for a in parsed.assertions for sid in a.supports],
         )
+        # a target that the replaced version alone used is gone by now: skip
+        # it, as the Neo4j backend's MATCH does
         c.executemany(
-            "INSERT OR REPLACE INTO same_as (source, target, score, method) VALUES (?,?,?,?)",
-            [(l.source, l.target, l.score, l.method) for l in parsed.same_as],
+            "INSERT OR REPLACE INTO same_as (source, target, score, method) SELECT ?,?,?,? "
+            "WHERE EXISTS (SELECT 1 FROM entities WHERE entity_id = ?) "
+            "AND EXISTS (SELECT 1 FROM entities WHERE entity_id = ?)",
+            [(l.source, l.target, l.score, l.method, l.source, l.target)
+             for l in parsed.same_as],
         )
 
     def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]:

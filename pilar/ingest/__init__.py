@@ -1,4 +1,4 @@
-"""Ingestion: files -> pages -> supports, tables, units.
+"""Ingestion: files -> pages -> supports, tables, units -> assertions, entities.
 
 Ingest parses and returns records (:class:`pilar.model.ParsedDocument`); it
 never touches a store. :func:`parse` is the entry point, usable without one.
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pilar.config import Settings
 from pilar.errors import IngestError
+from pilar.ingest.graph_build import build_graph
 from pilar.ingest.sniff import HTML, PDF, maybe_gunzip, sniff
 from pilar.model import Document, ParsedDocument
 
@@ -55,7 +56,8 @@ def parse(source: str | Path | bytes, *, uri: str | None = None,
 
     The type is sniffed from the content (gzip is inflated first, within
     ``settings.max_html_bytes``). ``uri`` names the source in the document
-    (default: the absolute path, or ``"<bytes>"``).
+    (default: the absolute path, or ``"<bytes>"``). The document's assertions
+    and entities are built last (:func:`pilar.ingest.graph_build.build_graph`).
 
     Raises :class:`pilar.errors.IngestError` (or its subclass
     :class:`~pilar.errors.UnsupportedTypeError`) with a one-line reason.
@@ -76,10 +78,12 @@ def parse(source: str | Path | bytes, *, uri: str | None = None,
         if media_type == PDF:
             from pilar.ingest.pdf import parse_pdf
 
-            return parse_pdf(data, doc, settings)
-        from pilar.ingest.html import parse_html
+            parsed = parse_pdf(data, doc, settings)
+        else:
+            from pilar.ingest.html import parse_html
 
-        return parse_html(data, doc, settings)
+            parsed = parse_html(data, doc, settings)
+        return build_graph(parsed, settings, data)
     except IngestError as exc:
         if exc.path is None:
             exc.path = uri

@@ -1,0 +1,140 @@
+"""Cross-document entity linking: SAME_AS edges (PILAR App. E.2 "cross-document
+same_as edges are added when ... alias overlap, type compatibility, and
+descriptor similarity jointly indicate that they refer to the same entity";
+App. E.5 graph assembly).
+
+Entities are global: the same type and normalised canonical name is one
+node whatever the document (:func:`pilar.ingest.names.entity_id`). SAME_AS
+links *different* ids that name the same thing. For each entity of a new
+document that is not stored yet (or brings aliases the stored node lacks),
+:func:`link_across` fetches candidates by full-text blocking
+(``GraphStore.entity_candidates``, on the name and up to three aliases) and
+scores each type-compatible one with :func:`match`:
+
+======================  =====  ====================================================
+method                  score  when
+======================  =====  ====================================================
+``name``                1.0    same normalised name of two or more words,
+                               different (compatible) types
+``alias``               0.95   one's name (two or more words) is the other's
+                               name or alias
+``alias``               0.9    the same, with a one-word name, both of the same
+                               specific type (not ``thing``, not ``person``: people
+                               share surnames)
+``abbreviation``        0.9    one is the acronym (3+ letters) of the other
+                               (``NFL``), same specific type
+``fuzzy``               sim.   :func:`~pilar.ingest.names.similarity` >=
+                               ``Settings.link_threshold_cross`` (0.8); generic
+                               extra words (``FC``) only between teams or
+                               between organizations (across documents a
+                               middle initial may be another person)
+======================  =====  ====================================================
+
+Never linked: titles of works (many songs and films share a title), generic
+event names (``World Championships``, ``European Cup``: of which sport?),
+and people by fuzzy spelling (``Jonatan Johansson`` the Finnish striker is
+not ``Jonathan Johansson`` the Swedish goalkeeper). One-word names link only
+through the alias and abbreviation rules: the same one-word name under two
+types (``Utah`` the team, ``Utah`` the university) or one edit apart
+(``German`` / ``Germany``) is too ambiguous (same type and name is one node
+anyway). At most :data:`MAX_LINKS` links per entity, best first. Edges point
+from the new entity to the stored one.
+"""
+
+from __future__ import annotations
+
+from pilar.config import Settings
+from pilar.ingest.names import acronym, compatible, normalise, similarity
+from pilar.model import Entity, ParsedDocument, SameAs
+
+__all__ = ["link_across", "match", "MAX_LINKS"]
+
+MAX_LINKS = 3
+"""SAME_AS links kept per new entity."""
+MAX_ALIAS_QUERIES = 3
+GENERIC_EVENT_WORDS = frozenset("""world european asian african american pan pacific national
+international continental junior juniors youth senior indoor outdoor women womens men mens
+mixed open championship championships cup games series league tournament final finals grand
+prix masters trophy classic invitational regional regionals division conference race""".split())
+
+
+def _keys(e: Entity) -> set[str]:
+    return {k for k in (normalise(x) for x in (e.name, *e.aliases)) if k}
+
+
+def _specific(a: str, b: str) -> bool:
+    return a == b and a != "thing"
+
+
+def _ambiguous(e: Entity, key: str) -> bool:
+    """Titles of works (many songs and films share one) and generic event
+    names (``World Championships``: of which sport?) are never linked."""
+    return e.type == "work" or all(w in GENERIC_EVENT_WORDS for w in key.split())
+
+
+def match(a: Entity, b: Entity, threshold: float = 0.8) -> tuple[float, str] | None:
+    """``(score, method)`` when ``a`` and ``b`` (different ids) name the
+    same entity, else None (see the module docstring's table)."""
+    if a.entity_id == b.entity_id or not compatible(a.type, b.type):
+        return None
+    ka, kb = normalise(a.name), normalise(b.name)
+    if not ka or not kb or _ambiguous(a, ka) or _ambiguous(b, kb):
+        return None
+    if ka == kb:
+        return (1.0, "name") if " " in ka else None
+    shared = ({kb} & _keys(a)) | ({ka} & _keys(b))
+    if any(" " in k for k in shared):
+        return 0.95, "alias"
+    if shared and _specific(a.type, b.type) and a.type != "person":
+        return 0.9, "alias"
+    if _specific(a.type, b.type):
+        for short, long_ in ((a, b), (b, a)):
+            s = normalise(short.name)
+            if " " not in s and short.name.replace(".", "").isupper() and len(s) >= 3 \
+                    and acronym(long_.name) == s:
+                return 0.9, "abbreviation"
+    if " " not in ka and " " not in kb or "person" in (a.type, b.type):
+        return None
+    score = similarity(ka, kb, extra_words=_specific(a.type, b.type)
+                       and a.type in ("team", "organization"))
+    if score >= threshold:
+        return round(score, 4), "fuzzy"
+    return None
+
+
+def link_across(parsed: ParsedDocument, graph, settings: Settings | None = None
+                ) -> list[SameAs]:
+    """SAME_AS links from ``parsed.entities`` to entities already in
+    ``graph`` (any :class:`~pilar.graph.GraphStore`), best first per entity.
+
+    Reads the store only (``get_entities``, ``entity_candidates``); the caller
+    writes the links with the document. Entities of the document itself are
+    never targets. Store errors propagate (:class:`~pilar.errors.StoreError`).
+    """
+    settings = settings or Settings()
+    entities = parsed.entities
+    if not entities:
+        return []
+    own = {e.entity_id for e in entities}
+    stored = graph.get_entities(sorted(own))
+    threshold = settings.link_threshold_cross
+    links: list[SameAs] = []
+    for e in entities:
+        known = stored.get(e.entity_id)
+        if known is not None and set(e.aliases) <= set(known.aliases):
+            continue
+        names = list(dict.fromkeys((e.name, *e.aliases[:MAX_ALIAS_QUERIES])))
+        candidates: dict[str, Entity] = {}
+        for name in names:
+            for c in graph.entity_candidates(name, settings.link_candidates):
+                if c.entity_id not in own:
+                    candidates.setdefault(c.entity_id, c)
+        scored = []
+        for c in candidates.values():
+            found = match(e, c, threshold)
+            if found:
+                scored.append((found[0], c.entity_id, found[1]))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        links.extend(SameAs(e.entity_id, target, score, method)
+                     for score, target, method in scored[:MAX_LINKS])
+    return links
