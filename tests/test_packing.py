@@ -62,3 +62,40 @@ def test_unit_block_replaces_the_lowest_ranked_item_at_equal_cost(store: Pilar):
     assert len(headers(pages_only.text)) == 3
     assert headers(with_units.packet.text) == headers(pages_only.text)[:2]
     assert with_units.packet.tokens <= 3072 and pages_only.tokens <= 3072
+
+
+@pytest.fixture(scope="module")
+def narrow(store: Pilar) -> Pilar:
+    """The same store searched with a one-page shortlist, so graph expansion
+    has pages outside it to bring in (or gate out)."""
+    from pilar.config import Settings
+
+    return Pilar(home=store.settings.home, settings=Settings(shortlist=1, pool=1))
+
+
+def test_gate_drops_an_unrelated_expanded_page(narrow: Pilar):
+    q = "which album by edelweiss reached number 1 in sweden?"
+    # the graph reaches pages that mention Sweden, some unrelated to the question
+    reached = narrow.graph.mention_pages(["country:sweden"])
+    dense = narrow.index.dense(narrow.embedder.query(q), page_ids=list(reached))
+    unrelated = {pid for pid, d in dense.items() if d < 0.35}
+    assert unrelated, dense
+    pages = narrow.search(q).pages
+    assert Path(pages[0].source).stem == "202-278"  # Edelweiss
+    assert not unrelated & {p.page_id for p in pages}
+    assert all(p.dense >= 0.35 for p in pages if p.trace["expanded"])
+
+
+def test_expansion_brings_in_a_related_page_with_its_path(narrow: Pilar):
+    q = "what was habte jifar's time in the marathon?"
+    pages = narrow.search(q).pages
+    assert Path(pages[0].source).stem == "203-189"  # Habte Jifar, the only base page
+    expanded = [p for p in pages if p.trace["expanded"]]
+    assert expanded, [p.trace for p in pages]
+    page = expanded[0]
+    assert page.dense >= 0.35
+    assert page.trace.get("alias") == 0.12 or page.trace.get("graph") == 0.08
+    path = next(iter(page.trace["paths"].values()))
+    assert path[0].startswith("entity:") and path[-1] == f"page:{page.page_id}"
+    assert page.score == pytest.approx(page.trace["base"] + page.trace.get("alias", 0)
+                                       + page.trace.get("graph", 0))

@@ -12,26 +12,14 @@ carries a trace of its score parts and the graph path that brought it.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
 from rapidfuzz import fuzz
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
+from pilar.ingest.names import normalise
 from pilar.model import RankedPage
 from pilar.retrieval import PageIndex
 from pilar.retrieval.hybrid import HybridRetriever
-
-_PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
-_SPACE = re.compile(r"\s+")
-
-
-def normalise(text: str) -> str:
-    """NFKC, case-folded, punctuation to spaces, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return _SPACE.sub(" ", _PUNCT.sub(" ", text)).strip()
-
 
 def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
                    limit: int = 5) -> list[tuple[str, str, float]]:
