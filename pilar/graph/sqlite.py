@@ -143,20 +143,24 @@ class SqliteGraphStore:
         for pid in page_ids:
             doc_id, _, number = pid.rpartition(":")
             rows = self.db.conn.execute(
-                "SELECT s.support_id, s.kind, s.text, s.role, p.* FROM supports s "
-                "JOIN provenance p ON p.provenance_id = s.provenance_id "
-                "WHERE p.doc_id = ? AND p.page = ? ORDER BY s.rowid",
-                (doc_id, int(number)),
-            )
+                "SELECT s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path,"
+                " p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start,"
+                " p.char_end FROM provenance p JOIN supports s ON s.provenance_id = p.provenance_id"
+                " WHERE p.doc_id = ? AND p.page = ? ORDER BY s.rowid", (doc_id, int(number)))
+            page = int(number)
+            paths: dict[str, tuple[str, ...]] = {}
             for r in rows:
+                path = paths.get(r[5])
+                if path is None:
+                    path = paths[r[5]] = tuple(json.loads(r[5]))
                 prov = Provenance(
-                    provenance_id=r[4], doc_id=r[5], page=r[6],
-                    section_path=tuple(json.loads(r[7])),
-                    bbox=tuple(json.loads(r[8])) if r[8] else None, css_path=r[9],
-                    table_index=r[10], row=r[11], col=r[12], cell_ids=tuple(json.loads(r[13])),
-                    char_start=r[14], char_end=r[15],
+                    provenance_id=r[4], doc_id=doc_id, page=page, section_path=path,
+                    bbox=tuple(json.loads(r[6])) if r[6] else None, css_path=r[7],
+                    table_index=r[8], row=r[9], col=r[10],
+                    cell_ids=tuple(json.loads(r[11])) if r[11] != "[]" else (),
+                    char_start=r[12], char_end=r[13],
                 )
-                out[pid].append(Support(support_id=r[0], doc_id=prov.doc_id, kind=r[1], text=r[2],
+                out[pid].append(Support(support_id=r[0], doc_id=doc_id, kind=r[1], text=r[2],
                                         role=r[3], provenance=prov))
         return out
 

@@ -24,6 +24,10 @@ from pilar.packing.selection import ScoredUnit, bm25_scores, tokens
 from pilar.packing.tokens import TokenCounter
 
 
+MAX_EXCERPT_LINES = 64
+"""Candidate lines considered per page excerpt (best BM25 first)."""
+
+
 @dataclass(slots=True)
 class PageEvidence:
     """What packing needs of one ranked page: its supports (document order)
@@ -63,8 +67,8 @@ def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter,
     if not lines or limit <= header_cost + 8:
         return []
     scores = bm25_scores(tokens(question), [tokens(s.text) for s in lines])
-    costs = counter.count_many([s.text for s in lines])
-    order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))
+    order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))[:MAX_EXCERPT_LINES]
+    costs = dict(zip(order, counter.count_many([lines[i].text for i in order])))
     chosen: dict[int, str] = {}
     spent = header_cost
     for i in order:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from collections import Counter
 from dataclasses import dataclass
 
@@ -22,18 +23,26 @@ _STOP = frozenset("a an and are as at be by did do does for from had has have ho
                   "whom whose why will with".split())
 
 
+@lru_cache(maxsize=200_000)
+def _stem(w: str) -> str | None:
+    if w in _STOP:
+        return None
+    for suf in ("ing", "es", "s", "ed"):
+        if len(w) > len(suf) + 2 and w.endswith(suf):
+            return w[: -len(suf)]
+    return w
+
+
+@lru_cache(maxsize=100_000)
+def _tokens(text: str) -> tuple[str, ...]:
+    stems = map(_stem, _WORD.findall(text.lower()))
+    return tuple(w for w in stems if w)
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens with a light suffix strip (plural / -ing / -ed)."""
-    out = []
-    for w in _WORD.findall(text.lower()):
-        if w in _STOP:
-            continue
-        for suf in ("ing", "es", "s", "ed"):
-            if len(w) > len(suf) + 2 and w.endswith(suf):
-                w = w[: -len(suf)]
-                break
-        out.append(w)
-    return out
+    """Lower-cased content-word tokens with a light suffix strip (plural /
+    -ing / -ed); cached, since the same units are scored again and again."""
+    return list(_tokens(text))
 
 
 def bm25_scores(query: list[str], docs: list[list[str]], k1: float = 1.5,
@@ -50,10 +59,15 @@ def bm25_scores(query: list[str], docs: list[list[str]], k1: float = 1.5,
     scores = np.zeros(n)
     if not q:
         return scores
-    counts = [Counter(d) for d in docs]
+    qset = set(q)
+    tfs = {t: np.zeros(n) for t in q}
+    for i, d in enumerate(docs):
+        for t in d:
+            if t in qset:
+                tfs[t][i] += 1
     for t in q:
         idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-        tf = np.array([c.get(t, 0) for c in counts], dtype=np.float64)
+        tf = tfs[t]
         scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
     return scores
 
