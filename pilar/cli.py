@@ -19,8 +19,8 @@ from pilar.model import to_jsonable
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
                   no_args_is_help=True, add_completion=False)
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)  # one line per message, also in logs
 
 HomeOpt = Annotated[Optional[Path], typer.Option("--home", help="store folder (PILAR_HOME)")]
 
@@ -44,6 +44,9 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
 
     p = _pilar(home)
     files = expand_paths(paths)
+    if not files:
+        err.print("[red]nothing to ingest:[/] no files matched " + escape(" ".join(paths)))
+        raise typer.Exit(1)
     counts = {"ingested": 0, "replaced": 0, "unchanged": 0, "failed": 0}
     pages = units = assertions = entities = 0
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
@@ -60,10 +63,13 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
             entities += r.n_entities
             if r.status == "failed":
                 bar.console.print(f"[red]failed[/] {escape(str(path))}: {escape(r.reason or '')}")
+            for note in r.warnings:
+                bar.console.print(f"[yellow]warning[/] {escape(str(path))}: {escape(note)}")
             bar.advance(task)
     err.print(f"{counts['ingested']} ingested, {counts['replaced']} replaced, "
               f"{counts['unchanged']} unchanged, {counts['failed']} failed "
-              f"({pages} pages, {units} units, {assertions} assertions, {entities} entities)")
+              f"({pages} pages, {units} units, {assertions} assertions, "
+              f"{entities} entity records)")
     if counts["failed"]:
         raise typer.Exit(1)
 
@@ -82,7 +88,11 @@ def search(question: str,
     if profile not in (None, "single-shot", "multi-hop"):
         raise typer.BadParameter("profile must be single-shot or multi-hop")
     p = _pilar(home)
-    result = p.search(question, budget=budget, k=k, profile=profile)
+    try:
+        result = p.search(question, budget=budget, k=k, profile=profile)
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
     if as_json:
         data = to_jsonable(result)
         data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]
@@ -96,7 +106,7 @@ def search(question: str,
                       str(pg.number), escape(pg.title or pg.source))
     out.print(table)
     if explain:
-        _explain(result.pages)
+        _explain(result.pages, p.settings)
     pk = result.packet
     out.rule(f"packet: {pk.tokens}/{pk.budget} tokens"
              f"{' (estimate, ' + pk.tokenizer + ')' if pk.estimate else ''}")
@@ -106,15 +116,16 @@ def search(question: str,
 _PARTS = ("adjacent", "same_section", "alias", "graph")
 
 
-def _explain(pages) -> None:
+def _explain(pages, settings) -> None:
     """Print each page's trace: base score, bonuses, seed/expanded, graph paths."""
+    wb, wd = settings.bm25_weight, settings.dense_weight
     for i, pg in enumerate(pages, 1):
         t = pg.trace
         bonus = ", ".join(f"{k} +{t[k]:.3f}" for k in _PARTS if k in t) or "no bonus"
         flags = " ".join(f for f in ("seed", "expanded") if t.get(f))
         out.print(f"[bold]{i}. {escape(pg.title or pg.source)}[/] p.{pg.number}  "
                   f"score {pg.score:.3f} = base {t.get('base', pg.score):.3f} "
-                  f"(0.4 x bm25 {pg.bm25:.3f} + 0.6 x dense {pg.dense:.3f}); {bonus}"
+                  f"({wb:g} x bm25 {pg.bm25:.3f} + {wd:g} x dense {pg.dense:.3f}); {bonus}"
                   f"{'  [' + flags + ']' if flags else ''}")
         for kind, path in t.get("paths", {}).items():
             out.print(f"     {kind}: " + escape(" -> ".join(path)))

@@ -281,6 +281,7 @@ class IngestResult:
     seconds: float = 0.0
     n_assertions: int = 0
     n_entities: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

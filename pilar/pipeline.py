@@ -32,6 +32,8 @@ from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
+MIN_BUDGET = 16
+"""Smallest packet budget (tokens) a search accepts."""
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
 
@@ -168,7 +170,7 @@ class Pilar:
         return IngestResult(shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
                             len(parsed.pages), len(parsed.supports), len(parsed.units),
                             n_assertions=len(parsed.assertions),
-                            n_entities=len(parsed.entities),
+                            n_entities=len(parsed.entities), warnings=list(parsed.warnings),
                             seconds=time.perf_counter() - t0)
 
     def _embed(self, parsed: ParsedDocument) -> tuple[list[np.ndarray], list[list[str | None]]]:
@@ -181,16 +183,28 @@ class Pilar:
         by_page: dict[int, list[int]] = {}
         for i, u in enumerate(units):
             by_page.setdefault(u.page, []).append(i)
+        # pages without embedded units: their text windows, in one batch;
+        # pages without text get no vector (they are never dense hits)
+        windows = {page.number: self.embedder.chunk(page.text, parsed.document.title)
+                   for page in parsed.pages
+                   if page.number not in by_page and page.text.strip()}
+        flat = [w for ws in windows.values() for w in ws]
+        window_vecs = self.embedder.encode(flat) if flat else None
+        offset = 0
         vectors, ids = [], []
         for page in parsed.pages:
             rows = by_page.get(page.number)
             if rows:
                 vectors.append(unit_vecs[rows])
                 ids.append([units[i].unit_id for i in rows])
+            elif page.number in windows:
+                n = len(windows[page.number])
+                vectors.append(window_vecs[offset:offset + n])
+                ids.append([None] * n)
+                offset += n
             else:
-                chunks = self.embedder.chunk(page.text, parsed.document.title)
-                vectors.append(self.embedder.encode(chunks))
-                ids.append([None] * len(chunks))
+                vectors.append(np.zeros((0, self.embedder.dim), dtype=np.float32))
+                ids.append([])
         return vectors, ids
 
     def _store(self, parsed: ParsedDocument) -> bool:
@@ -215,9 +229,18 @@ class Pilar:
         """Ranked pages (best first, at most ``k``, each with a ``trace`` of
         its score parts and graph path) and an evidence packet of at most
         ``budget`` tokens (PILAR §3.4-3.5, Tessera §3.4-3.5). ``profile`` is
-        ``single-shot`` or ``multi-hop`` (default: ``PILAR_PROFILE``)."""
-        budget = budget or self.settings.budget
-        k = k or self.settings.top_k
+        ``single-shot`` or ``multi-hop`` (default: ``PILAR_PROFILE``).
+
+        Raises ``ValueError`` for an empty question, a budget under
+        :data:`MIN_BUDGET` tokens or ``k < 1``."""
+        budget = self.settings.budget if budget is None else budget
+        k = self.settings.top_k if k is None else k
+        if not question or not question.strip():
+            raise ValueError("the question is empty")
+        if budget < MIN_BUDGET:
+            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
         pages = self.retriever(profile).search(question, k)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 

@@ -189,3 +189,37 @@ def test_bad_files_get_one_clear_reason_and_the_batch_goes_on(tmp_path: Path, ho
         if r.status == "failed":
             assert r.reason and "\n" not in r.reason
     assert [Path(d.uri).name for d in p.docs()] == ["f-good.html"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"question": "  "}, "question is empty"),
+    ({"question": "kanpur", "budget": 0}, "budget must be at least 16"),
+    ({"question": "kanpur", "budget": -5}, "budget must be at least 16"),
+    ({"question": "kanpur", "k": 0}, "k must be at least 1"),
+    ({"question": "kanpur", "k": -1}, "k must be at least 1"),
+])
+def test_search_rejects_bad_arguments(embedded: Pilar, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        embedded.search(**kwargs)
+
+
+def test_parser_warnings_reach_the_ingest_result(tmp_path: Path, hostile: Path):
+    p = Pilar(home=tmp_path)
+    [result] = p.ingest([hostile / "span-bomb-0.html"])
+    assert result.status == "ingested"
+    assert any("span" in w for w in result.warnings), result.warnings
+
+
+def test_blank_pages_get_no_vectors_and_are_never_dense_hits(tmp_path: Path, hostile: Path):
+    import pymupdf as fitz
+
+    src = fitz.open(hostile / "many-blank-pages-0.pdf")
+    doc = fitz.open()
+    doc.insert_pdf(src, from_page=0, to_page=19)
+    small = tmp_path / "blank-20.pdf"
+    doc.save(small)
+    p = Pilar(home=tmp_path / "home")
+    [result] = p.ingest([small])
+    assert result.status == "ingested" and result.n_pages == 20 and result.n_units == 0
+    assert p.index.db.conn.execute("SELECT count(*) FROM page_vectors").fetchone()[0] == 0
+    assert p.index.dense(p.embedder.query("many blank pages"), n=5) == {}

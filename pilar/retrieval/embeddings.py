@@ -70,7 +70,10 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        model = self.model
+        get = getattr(model, "get_embedding_dimension", None) or \
+            model.get_sentence_embedding_dimension
+        return int(get())
 
     @property
     def tokenizer(self):
