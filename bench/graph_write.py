@@ -8,7 +8,10 @@ writes the same parsed documents into the embedded SQLite store and into Neo4j
 side by side, each into an empty store. Reports documents, assertions,
 seconds and assertions per second (all graph rows of a document are written
 in its one transaction, so the rate includes pages, supports, units and
-entities). Target: >= 2,000 assertions/s into Neo4j.
+entities). Target: >= 2,000 assertions/s into Neo4j. The test launcher
+tunes its JVM for start-up (C1 only); for throughput start it with full JIT:
+``NEO4J_JAVA_OPTS=-XX:+UseParallelGC tests/servers/neo4j/start`` (the second
+run in a server's life is the warmed-up figure).
 """
 
 from __future__ import annotations
