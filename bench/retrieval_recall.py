@@ -6,8 +6,8 @@
 Ingests the pages (a no-op for those already in ``--home``), then for every
 lookup question (``lookup=1``) checks whether the gold page (the file named
 ``<page_id>.*``) is among the top k of (a) pilar's hybrid search and (b) plain
-BM25 over the same FTS5 index. Reports recall@1/5/10, MRR and per-search
-latency medians.
+BM25 over the same FTS5 index. Reports recall@1/5/10, MRR and per-ranking
+latency medians (packing excluded; see bench/query_latency.py).
 """
 
 from __future__ import annotations
@@ -58,11 +58,12 @@ def main() -> None:
     stem = {d.doc_id: Path(d.uri).stem for d in p.docs()}
 
     questions = load_questions(args.questions, args.limit)
+    retriever = p.retriever()  # ranking only: the packet is measured by bench/delivery.py
     methods = {"pilar hybrid": [], "bm25 (FTS5)": []}
     latency = {"pilar hybrid": [], "bm25 (FTS5)": []}
     for question, gold in track(questions, description="search"):
         t = time.perf_counter()
-        ranked = [stem.get(pg.doc_id) for pg in p.search(question, k=10).pages]
+        ranked = [stem.get(pg.doc_id) for pg in retriever.search(question, 10)]
         latency["pilar hybrid"].append(time.perf_counter() - t)
         t = time.perf_counter()
         bm = [stem.get(pid.rpartition(":")[0]) for pid in p.index.bm25(question, 10)]
