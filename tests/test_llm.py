@@ -4,6 +4,8 @@ against the local OpenAI-compatible STUB server of tests/stub_openai.py
 
 from __future__ import annotations
 
+import importlib.util
+
 import base64
 import time
 from pathlib import Path
@@ -216,12 +218,9 @@ def test_html_has_no_crops_for_the_vlm(stub, tmp_path):
     assert len(stub.requests) == before
 
 
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None,
+                    reason="the gpu extra (vllm) is installed here")
 def test_batch_mode_needs_the_gpu_extra(tmp_path):
-    try:
-        import vllm  # noqa: F401
-        pytest.skip("vllm is installed")
-    except ImportError:
-        pass
     settings = Settings(home=tmp_path, vlm_model="Qwen/Qwen2.5-VL-3B-Instruct", vlm_batch=True)
     with pytest.raises(ConfigError, match="gpu extra"):
         parse(make_pdf(tmp_path / "acme.pdf"), settings=settings)
