@@ -167,7 +167,7 @@ def test_ingest_links_across_documents_and_reports_counts(tmp_path, wtq_pages):
     parsed = [parse(p) for p in paths]
     n_assertions = sum(len(p.assertions) for p in parsed)
     n_entities = sum(len(p.entities) for p in parsed)
-    assert f"{n_assertions} assertions, {n_entities} entities)" in " ".join(
+    assert f"{n_assertions} assertions, {n_entities} entity records)" in " ".join(
         result.output.split())
     from pilar import Pilar
 
