@@ -57,6 +57,8 @@ def neo4j_store(neo4j_uri):
     if os.environ.get("NEO4J_USERNAME"):
         auth = (os.environ["NEO4J_USERNAME"], os.environ.get("NEO4J_PASSWORD", ""))
     store = Neo4jGraphStore(neo4j_uri, auth)
-    store.driver.execute_query("MATCH (n) WHERE NOT n:SchemaMigration DETACH DELETE n")
+    with store.driver.session() as session:  # batched: the server may hold a big graph
+        session.run("MATCH (n) WHERE NOT n:SchemaMigration "
+                    "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
     yield store
     store.close()
