@@ -62,3 +62,15 @@ def neo4j_store(neo4j_uri):
                     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
     yield store
     store.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def graph_store(request, tmp_path):
+    """Every GraphStore backend in turn (one contract, as Haystack's shared
+    store tests): a real SQLite file, and the real Neo4j when NEO4J_URI is set."""
+    if request.param == "sqlite":
+        from pilar.graph.sqlite import SqliteDatabase, SqliteGraphStore
+
+        yield SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    else:
+        yield request.getfixturevalue("neo4j_store")

@@ -1,27 +1,16 @@
 """One GraphStore contract suite, run against every backend (as Haystack's
-shared document-store tests): the embedded SQLite file always, a real Neo4j
+shared document-graph_store tests): the embedded SQLite file always, a real Neo4j
 when NEO4J_URI is set (./scripts/test starts one)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
-from pilar.graph.sqlite import SqliteDatabase, SqliteGraphStore
 from pilar.ingest import parse
-from pilar.model import Assertion, Entity, Page, SameAs
+from pilar.model import Assertion, Entity, SameAs
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        yield SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
-    else:
-        yield request.getfixturevalue("neo4j_store")
 
 
 def _with_graph(parsed, people: list[str]):
@@ -38,29 +27,29 @@ def _with_graph(parsed, people: list[str]):
     return parsed
 
 
-def test_write_then_read_back(store):
+def test_write_then_read_back(graph_store):
     parsed = parse(CORPUS / "204-541.html")
-    store.write_document(parsed)
-    doc = store.get_document(parsed.document.doc_id)
+    graph_store.write_document(parsed)
+    doc = graph_store.get_document(parsed.document.doc_id)
     assert doc.uri == parsed.document.uri and doc.sha256 == parsed.document.sha256
     assert doc.ingested_at
-    assert store.find_by_sha256(doc.sha256).doc_id == doc.doc_id
-    assert [d.doc_id for d in store.find_by_uri(doc.uri)] == [doc.doc_id]
+    assert graph_store.find_by_sha256(doc.sha256).doc_id == doc.doc_id
+    assert [d.doc_id for d in graph_store.find_by_uri(doc.uri)] == [doc.doc_id]
     page_id = parsed.pages[0].page_id
-    assert store.pages([page_id])[page_id].text == parsed.pages[0].text
-    supports = store.supports_on_pages([page_id])[page_id]
+    assert graph_store.pages([page_id])[page_id].text == parsed.pages[0].text
+    supports = graph_store.supports_on_pages([page_id])[page_id]
     assert [s.support_id for s in supports] == [s.support_id for s in parsed.supports]
     assert supports[3].provenance == parsed.supports[3].provenance
-    units = store.units_on_pages([page_id])[page_id]
+    units = graph_store.units_on_pages([page_id])[page_id]
     assert [u.completed_text for u in units] == [u.completed_text for u in parsed.units]
     rows = [u for u in units if u.kind == "row"]
     assert rows and rows[0].table_index is not None and rows[0].headers
 
 
-def test_stats_have_the_same_keys_and_count_edges(store):
+def test_stats_have_the_same_keys_and_count_edges(graph_store):
     parsed = parse(CORPUS / "204-541.html")
-    store.write_document(_with_graph(parsed, ["Ratan Planet", "Krishna Tower"]))
-    stats = store.stats()
+    graph_store.write_document(_with_graph(parsed, ["Ratan Planet", "Krishna Tower"]))
+    stats = graph_store.stats()
     assert set(stats) >= {"documents", "pages", "supports", "provenance", "assertions", "entities",
                           "IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "SUPPORTED_BY",
                           "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS"}
@@ -72,48 +61,48 @@ def test_stats_have_the_same_keys_and_count_edges(store):
     assert stats["units"] == len(parsed.units)
 
 
-def test_pages_are_chained_with_next(store):
+def test_pages_are_chained_with_next(graph_store):
     parsed = parse(CORPUS / "204-268.html")
     first = parsed.pages[0]
     parsed.pages = [first] + [dataclasses.replace(first, number=i, text=f"page {i}")
                               for i in (2, 3)]
     parsed.document.n_pages = 3
-    store.write_document(parsed)
-    assert store.stats()["NEXT"] == 2
-    assert store.stats()["pages"] == 3
+    graph_store.write_document(parsed)
+    assert graph_store.stats()["NEXT"] == 2
+    assert graph_store.stats()["pages"] == 3
 
 
-def test_replace_and_delete_keep_entities_other_documents_use(store):
+def test_replace_and_delete_keep_entities_other_documents_use(graph_store):
     a = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower"])
     b = _with_graph(parse(CORPUS / "204-268.html"), ["Ratan Planet"])
     b.same_as = [SameAs("person:ratan planet", "person:krishna tower", 0.5, "test")]
-    store.write_document(a)
-    store.write_document(b)
-    assert store.stats()["entities"] == 2 and store.stats()["SAME_AS"] == 1
-    assert store.delete_document(a.document.doc_id) is True
-    assert store.delete_document(a.document.doc_id) is False
-    stats = store.stats()
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    assert graph_store.stats()["entities"] == 2 and graph_store.stats()["SAME_AS"] == 1
+    assert graph_store.delete_document(a.document.doc_id) is True
+    assert graph_store.delete_document(a.document.doc_id) is False
+    stats = graph_store.stats()
     assert stats["documents"] == 1 and stats["entities"] == 1  # Krishna Tower was only in a
-    assert list(store.get_entities(["person:ratan planet"])) == ["person:ratan planet"]
+    assert list(graph_store.get_entities(["person:ratan planet"])) == ["person:ratan planet"]
     assert stats["SAME_AS"] == 0
     # replacing b by a new version drops b's rows in the same write
     c = parse(CORPUS / "204-903.html")
-    store.write_document(c, replaces=[b.document.doc_id])
-    assert [d.doc_id for d in store.documents()] == [c.document.doc_id]
-    stats = store.stats()  # only c's own graph is left (parse builds it)
+    graph_store.write_document(c, replaces=[b.document.doc_id])
+    assert [d.doc_id for d in graph_store.documents()] == [c.document.doc_id]
+    stats = graph_store.stats()  # only c's own graph is left (parse builds it)
     assert (stats["entities"], stats["assertions"]) == (len(c.entities), len(c.assertions))
 
 
-def test_entity_candidates_match_names_and_aliases(store):
-    store.write_document(_with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet"]))
-    assert [e.entity_id for e in store.entity_candidates("planet")] == ["person:ratan planet"]
-    assert store.entity_candidates("nothing like it") == []
+def test_entity_candidates_match_names_and_aliases(graph_store):
+    graph_store.write_document(_with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet"]))
+    assert [e.entity_id for e in graph_store.entity_candidates("planet")] == ["person:ratan planet"]
+    assert graph_store.entity_candidates("nothing like it") == []
 
 
-def test_assertions_round_trip_with_supports(store):
+def test_assertions_round_trip_with_supports(graph_store):
     parsed = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower"])
-    store.write_document(parsed)
-    got = store.assertions_of(parsed.document.doc_id)
+    graph_store.write_document(parsed)
+    got = graph_store.assertions_of(parsed.document.doc_id)
     assert [(a.subject, a.predicate, a.supports, a.subject_entity, a.qualifiers) for a in got] == [
         (a.subject, a.predicate, a.supports, a.subject_entity, a.qualifiers)
         for a in parsed.assertions]

@@ -20,14 +20,6 @@ ALIAS_PAGE = "203-417.html"      # 2002 NFL Draft: names the college "LSU"
 CANONICAL_PAGE = "204-389.html"  # 2007 National Football League Draft: "Louisiana State University"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        yield SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
-    else:
-        yield request.getfixturevalue("neo4j_store")
-
-
 def _e(name: str, type_: str = "thing", aliases: tuple[str, ...] = ()) -> Entity:
     from pilar.ingest.names import entity_id
 
@@ -63,18 +55,18 @@ def test_match_methods(a, b, expected):
     assert (None if got is None else (pytest.approx(got[0], abs=1e-4), got[1])) == expected
 
 
-def _ingest(store, path: Path, settings: Settings | None = None):
+def _ingest(graph_store, path: Path, settings: Settings | None = None):
     parsed = parse(path)
-    parsed.same_as = link_across(parsed, store, settings)
-    store.write_document(parsed)
+    parsed.same_as = link_across(parsed, graph_store, settings)
+    graph_store.write_document(parsed)
     return parsed
 
 
-def _pages_via_same_as(store, name: str) -> set[str]:
+def _pages_via_same_as(graph_store, name: str) -> set[str]:
     """Entity named ``name`` -SAME_AS- Entity -MENTIONED_IN-> Support
     -HAS_PROVENANCE-> Provenance -ON_PAGE-> Page, on either backend."""
-    if store.name == "sqlite":
-        rows = store.db.conn.execute(
+    if graph_store.name == "sqlite":
+        rows = graph_store.db.conn.execute(
             "SELECT DISTINCT pg.page_id FROM entities a "
             "JOIN same_as l ON a.entity_id IN (l.source, l.target) "
             "JOIN entities b ON b.entity_id = CASE WHEN l.source = a.entity_id "
@@ -85,7 +77,7 @@ def _pages_via_same_as(store, name: str) -> set[str]:
             "JOIN pages pg ON pg.doc_id = p.doc_id AND pg.number = p.page "
             "WHERE a.name = ?", (name,)).fetchall()
         return {r[0] for r in rows}
-    records, _, _ = store.driver.execute_query(
+    records, _, _ = graph_store.driver.execute_query(
         "MATCH (a:Entity {name: $name})-[:SAME_AS]-(b:Entity)-[:MENTIONED_IN]->(:Support)"
         "-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page) RETURN DISTINCT pg.page_id AS p",
         name=name)
@@ -93,10 +85,10 @@ def _pages_via_same_as(store, name: str) -> set[str]:
 
 
 @pytest.mark.parametrize("order", ["canonical_first", "alias_first"])
-def test_an_alias_reaches_the_canonical_pages_through_the_graph(store, wtq_pages, order):
+def test_an_alias_reaches_the_canonical_pages_through_the_graph(graph_store, wtq_pages, order):
     names = [CANONICAL_PAGE, ALIAS_PAGE] if order == "canonical_first" else [
         ALIAS_PAGE, CANONICAL_PAGE]
-    docs = {name: _ingest(store, wtq_pages / name) for name in names}
+    docs = {name: _ingest(graph_store, wtq_pages / name) for name in names}
     alias_doc, canonical_doc = docs[ALIAS_PAGE], docs[CANONICAL_PAGE]
     lsu = next(e for e in alias_doc.entities if e.name == "LSU")
     lsu_university = next(e for e in canonical_doc.entities
@@ -106,25 +98,25 @@ def test_an_alias_reaches_the_canonical_pages_through_the_graph(store, wtq_pages
     link = docs[names[1]].same_as
     assert [(l.method, l.score) for l in link if {l.source, l.target} == {
         lsu.entity_id, lsu_university.entity_id}] == [("alias", 0.9)]
-    assert store.stats()["SAME_AS"] >= 1
+    assert graph_store.stats()["SAME_AS"] >= 1
     # from the alias, through SAME_AS, to the page that names the university
-    assert _pages_via_same_as(store, "LSU") == {canonical_doc.pages[0].page_id}
-    assert _pages_via_same_as(store, "Louisiana State University") == {
+    assert _pages_via_same_as(graph_store, "LSU") == {canonical_doc.pages[0].page_id}
+    assert _pages_via_same_as(graph_store, "Louisiana State University") == {
         alias_doc.pages[0].page_id}
 
 
 def test_stored_entities_are_not_linked_again(tmp_path, wtq_pages):
-    store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
-    first = _ingest(store, wtq_pages / CANONICAL_PAGE)
+    graph_store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    first = _ingest(graph_store, wtq_pages / CANONICAL_PAGE)
     calls = []
 
     class Counting:
         def __getattr__(self, name):
-            return getattr(store, name)
+            return getattr(graph_store, name)
 
         def entity_candidates(self, name, limit=20):
             calls.append(name)
-            return store.entity_candidates(name, limit)
+            return graph_store.entity_candidates(name, limit)
 
     again = parse(wtq_pages / CANONICAL_PAGE)
     assert link_across(again, Counting()) == [] and calls == []
@@ -176,15 +168,15 @@ def test_ingest_links_across_documents_and_reports_counts(tmp_path, wtq_pages):
     assert stats["SUPPORTED_BY"] == n_assertions
 
 
-def test_a_link_to_an_entity_the_replaced_version_alone_had_is_skipped(store):
+def test_a_link_to_an_entity_the_replaced_version_alone_had_is_skipped(graph_store):
     old = parse(b"<h1>Acme</h1><p>Acme Corporation is a maker of anvils in Ohio.</p>",
                 uri="acme.html")
     new = parse(b"<h1>Acme</h1><p>Globex Corporation is a maker of rockets in Ohio.</p>",
                 uri="acme.html")
-    store.write_document(old)
+    graph_store.write_document(old)
     gone = "thing:acme corporation"
-    assert gone in store.get_entities([gone])
+    assert gone in graph_store.get_entities([gone])
     new.same_as = [SameAs("thing:globex corporation", gone, 0.9, "test")]
-    store.write_document(new, replaces=[old.document.doc_id])
-    assert store.get_entities([gone]) == {} and store.stats()["SAME_AS"] == 0
-    assert "thing:globex corporation" in store.get_entities(["thing:globex corporation"])
+    graph_store.write_document(new, replaces=[old.document.doc_id])
+    assert graph_store.get_entities([gone]) == {} and graph_store.stats()["SAME_AS"] == 0
+    assert "thing:globex corporation" in graph_store.get_entities(["thing:globex corporation"])

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pilar.ingest.entities import EntityResolver
 from pilar.ingest.names import capitalised_spans, clean_surface
 from pilar.ingest.predicates import PredicateInventory, predicate_key
-from pilar.model import Assertion, GridCell, Modality, Support, TableGrid
+from pilar.ingest.units import row_spans
+from pilar.model import Assertion, Modality, Support, TableGrid
 
 __all__ = ["AssertionBuilder", "key_column", "table_assertions", "text_assertions",
            "object_mention", "sentence_bounds", "split_sentences", "header_path",
@@ -118,15 +119,6 @@ class AssertionBuilder:
 
 
 # -- tables -------------------------------------------------------------------
-
-def _distinct(row: list[GridCell]) -> list[tuple[GridCell, int, int]]:
-    out: list[tuple[GridCell, int, int]] = []
-    for c, cell in enumerate(row):
-        if out and out[-1][0] is cell:
-            out[-1] = (cell, out[-1][1], c)
-        else:
-            out.append((cell, c, c))
-    return out
 
 
 def header_path(grid: TableGrid, c0: int, c1: int) -> tuple[str, ...]:
@@ -237,7 +229,7 @@ def table_assertions(b: AssertionBuilder, grid: TableGrid, row_supports: dict[in
         if sid is None or kind not in ("body", "keyvalue"):
             continue
         first_support = first_support or sid
-        cells = [(cell, c0, c1) for cell, c0, c1 in _distinct(grid.cells[r]) if cell.text]
+        cells = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r]) if cell.text]
         if len(cells) < 2:
             continue
         q = {**quals, "group": grid.group_labels[r] or ""}

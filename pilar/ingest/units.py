@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 
 from pilar.model import BBox, GridCell, Provenance, Support, SupportKind, TableGrid, Unit, UnitKind
 
-__all__ = ["add_support", "block_units", "row_units", "split_text", "render_cell",
+__all__ = ["add_support", "block_units", "row_units", "split_text", "render_cell", "row_spans",
            "DEFAULT_MAX_CHARS"]
 
 DEFAULT_MAX_CHARS = 4000
@@ -138,7 +138,7 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     for r, row_kind in enumerate(grid.row_kinds):
         if row_kind != "body" and row_kind != "keyvalue":
             continue
-        spans = [(cell, c0, c1) for cell, c0, c1 in _spans(grid.cells[r]) if cell.text]
+        spans = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r]) if cell.text]
         if not spans:
             continue
         if row_kind == "keyvalue":
@@ -192,7 +192,7 @@ def _dedupe(items: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _spans(row: Sequence[GridCell]) -> list[tuple[GridCell, int, int]]:
+def row_spans(row: Sequence[GridCell]) -> list[tuple[GridCell, int, int]]:
     """(cell, first col, last col) for each distinct cell of a grid row."""
     out: list[tuple[GridCell, int, int]] = []
     for c, cell in enumerate(row):
