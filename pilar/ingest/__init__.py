@@ -12,7 +12,7 @@ from pathlib import Path
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest.graph_build import build_graph
-from pilar.ingest.sniff import HTML, PDF, maybe_gunzip, sniff
+from pilar.ingest.sniff import PDF, maybe_gunzip, sniff
 from pilar.model import Document, ParsedDocument
 
 __all__ = ["parse", "read_source", "new_document"]

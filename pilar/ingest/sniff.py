@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import zlib
 
 from pilar.errors import IngestError, UnsupportedTypeError

@@ -9,7 +9,6 @@ on first query and reloaded when the store changes.
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -132,18 +131,6 @@ class SqlitePageIndex:
             part = np.argpartition(-page_max, n)[:n]
             top = part[np.argsort(-page_max[part], kind="stable")]
         return {ids[i]: float(page_max[i]) for i in top}
-
-    def page_meta(self, page_ids: list[str]) -> dict[str, tuple[str, int]]:
-        """``{page_id: (doc_id, number)}``."""
-        out = {}
-        for i in range(0, len(page_ids), 500):
-            chunk = page_ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for pid, doc, num in self.db.conn.execute(
-                f"SELECT page_id, doc_id, number FROM index_pages WHERE page_id IN ({marks})", chunk
-            ):
-                out[pid] = (doc, num)
-        return out
 
     def _load(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """The chunk matrix, the first row of each page, and the page ids;
