@@ -30,7 +30,7 @@ def _with_graph(parsed, people: list[str]):
 def test_write_then_read_back(graph_store):
     parsed = parse(CORPUS / "204-541.html")
     graph_store.write_document(parsed)
-    doc = graph_store.get_document(parsed.document.doc_id)
+    [doc] = graph_store.documents([parsed.document.doc_id])
     assert doc.uri == parsed.document.uri and doc.sha256 == parsed.document.sha256
     assert doc.ingested_at
     assert graph_store.find_by_sha256(doc.sha256).doc_id == doc.doc_id
@@ -106,3 +106,94 @@ def test_assertions_round_trip_with_supports(graph_store):
     assert [(a.subject, a.predicate, a.supports, a.subject_entity, a.qualifiers) for a in got] == [
         (a.subject, a.predicate, a.supports, a.subject_entity, a.qualifiers)
         for a in parsed.assertions]
+
+
+def test_documents_by_id_in_one_read(graph_store):
+    a = parse(CORPUS / "204-541.html")
+    b = parse(CORPUS / "204-268.html")
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    ids = {a.document.doc_id: a.document, b.document.doc_id: b.document}
+    got = graph_store.documents([b.document.doc_id, "0000000000000000", a.document.doc_id])
+    assert sorted(d.doc_id for d in got) == sorted(ids)
+    for d in got:
+        assert (d.uri, d.title, d.sha256, d.n_pages) == (
+            ids[d.doc_id].uri, ids[d.doc_id].title, ids[d.doc_id].sha256, 1)
+        assert d.ingested_at
+    assert [d.doc_id for d in graph_store.documents([a.document.doc_id])] == [a.document.doc_id]
+    assert graph_store.documents([]) == [] and graph_store.documents(["0000000000000000"]) == []
+    assert sorted(d.doc_id for d in graph_store.documents()) == sorted(ids)
+
+
+def test_supports_units_and_sections_of_several_pages_in_one_read(graph_store):
+    a = parse(CORPUS / "204-541.html")
+    b = parse(CORPUS / "204-268.html")
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    pa, pb = a.pages[0].page_id, b.pages[0].page_id
+    ids = [pb, "0000000000000000:1", pa]
+    supports = graph_store.supports_on_pages(ids)
+    assert list(supports) == ids and supports["0000000000000000:1"] == []
+    assert supports[pa] == a.supports and supports[pb] == b.supports  # order and provenance
+    units = graph_store.units_on_pages(ids)
+    assert list(units) == ids and units["0000000000000000:1"] == []
+    assert units[pa] == a.units and units[pb] == b.units
+    sections = graph_store.page_sections(ids)
+    assert sections[pb] == {s.provenance.section_path for s in b.supports}
+    assert ("Child Maurice", "Synopsis") in sections[pb]
+    assert sections[pa] == {("204-541",), ("204-541", "References"), ("204-541", "See also")}
+    assert sections["0000000000000000:1"] == set()
+    assert graph_store.supports_on_pages([]) == {} and graph_store.units_on_pages([]) == {}
+
+
+def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):
+    a = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower"])
+    b = _with_graph(parse(CORPUS / "204-268.html"), ["Ratan Planet"])
+    bd = b.document.doc_id
+    # Krishna Tower is also the object of one of b's assertions, and SAME_AS Ratan Planet
+    b.assertions.append(Assertion(f"{bd}:a9", bd, "Child Maurice", "related_to", "Krishna Tower",
+                                  "text", (b.supports[2].support_id,), {}, 0.9, True, "test",
+                                  object_entity="person:krishna tower"))
+    b.same_as = [SameAs("person:ratan planet", "person:krishna tower", 0.5, "test")]
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    pa, pb = a.pages[0].page_id, b.pages[0].page_id
+    assert pa < pb  # pages are ranked by (document, page number)
+    sa = [s.support_id for s in a.supports]
+    sb = [s.support_id for s in b.supports]
+    ad = a.document.doc_id
+    krishna, ratan = "entity:person:krishna tower", "entity:person:ratan planet"
+
+    got = graph_store.expansion_pages(["person:krishna tower", "person:ratan planet"])
+    assert got == {
+        # a page reached from both entities keeps the first entity's path
+        "mention": {pa: [krishna, "MENTIONED_IN", f"support:{sa[1]}", f"page:{pa}"],
+                    pb: [ratan, "MENTIONED_IN", f"support:{sb[0]}", f"page:{pb}"]},
+        "alias": {pa: [krishna, "SAME_AS(test, 0.50)", ratan, "MENTIONED_IN", f"support:{sa[0]}",
+                       f"page:{pa}"],
+                  pb: [krishna, "SAME_AS(test, 0.50)", ratan, "MENTIONED_IN", f"support:{sb[0]}",
+                       f"page:{pb}"]},
+        "assertion": {pa: [krishna, f"assertion:{ad}:a1 (related_to)", "SUPPORTED_BY",
+                           f"support:{sa[1]}", f"page:{pa}"],
+                      pb: [krishna, f"assertion:{bd}:a9 (related_to)", "SUPPORTED_BY",
+                           f"support:{sb[2]}", f"page:{pb}"]},
+    }
+    assert [list(v) for v in got.values()] == [[pa, pb]] * 3
+    # the other entity first: its paths win; SAME_AS is followed both ways
+    first = graph_store.expansion_pages(["person:ratan planet", "person:krishna tower"])
+    assert first["mention"][pa] == [ratan, "MENTIONED_IN", f"support:{sa[0]}", f"page:{pa}"]
+    assert first["alias"] == {pa: [ratan, "SAME_AS(test, 0.50)", krishna, "MENTIONED_IN",
+                                   f"support:{sa[1]}", f"page:{pa}"],
+                              pb: got["alias"][pb]}
+    assert first["assertion"][pb] == [ratan, f"assertion:{bd}:a0 (related_to)", "SUPPORTED_BY",
+                                      f"support:{sb[0]}", f"page:{pb}"]
+    # the limit holds per entity and kind: Ratan Planet's first page is a's
+    assert graph_store.expansion_pages(["person:ratan planet"], limit=1) == {
+        "mention": {pa: first["mention"][pa]}, "alias": {pa: first["alias"][pa]},
+        "assertion": {pa: [ratan, f"assertion:{ad}:a0 (related_to)", "SUPPORTED_BY",
+                           f"support:{sa[0]}", f"page:{pa}"]}}
+    assert graph_store.mention_pages(["person:ratan planet"]) == first["mention"] | {
+        pb: [ratan, "MENTIONED_IN", f"support:{sb[0]}", f"page:{pb}"]}
+    empty = {"mention": {}, "alias": {}, "assertion": {}}
+    assert graph_store.expansion_pages(["person:nobody"]) == empty
+    assert graph_store.expansion_pages([]) == empty

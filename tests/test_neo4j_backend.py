@@ -42,6 +42,34 @@ def test_search_delete_and_reingest_through_neo4j(on_neo4j: Pilar):
     assert on_neo4j.index.count() == 2
 
 
+
+def test_a_search_reads_the_graph_in_a_few_queries(on_neo4j: Pilar, tmp_path, monkeypatch):
+    """Round trips per search do not grow with the pages or entities touched:
+    one document read for the shortlist, the entity full-text lookup, one
+    expansion read, at most one document read for expanded pages, supports
+    and units of all packed pages (one read each). Results as embedded."""
+    embedded = Pilar(home=tmp_path / "sqlite")
+    embedded.ingest(DOCS)
+    on_neo4j.ingest(DOCS)
+    q = "which buildings in kanpur are taller than ratan planet?"
+    on_neo4j.search(q)
+    queries = []
+    execute_query = on_neo4j.graph.driver.execute_query
+
+    def counted(query, *args, **kwargs):
+        queries.append(query)
+        return execute_query(query, *args, **kwargs)
+
+    monkeypatch.setattr(on_neo4j.graph.driver, "execute_query", counted)
+    hit = on_neo4j.search(q, k=10)
+    assert 4 <= len(queries) <= 6, queries
+    assert len(hit.pages) == 3 and hit.pages[0].source.endswith("204-541.html")
+    assert all(p.title and p.source for p in hit.pages)
+    lite = embedded.search(q, k=10)
+    assert [(p.page_id, p.score, p.title) for p in hit.pages] == [
+        (p.page_id, p.score, p.title) for p in lite.pages]
+    assert hit.packet.text == lite.packet.text
+
 def test_migrations_are_recorded_and_idempotent(neo4j_store):
     versions = [r["v"] for r in neo4j_store._read(
         "MATCH (m:SchemaMigration) RETURN m.version AS v ORDER BY v")]

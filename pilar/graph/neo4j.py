@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pilar.errors import StoreError
+from pilar.graph import add_expansion_rows
 from pilar.migrations import migration_files
 from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
                          Unit, to_jsonable)
@@ -108,40 +109,61 @@ _PAGE_SECTIONS = """
 UNWIND $ids AS pid MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)
 RETURN DISTINCT pid, p.section_path AS path
 """
-_ENTITIES_ON_PAGES = """
+# one record per page, its supports (units) as lists in document order: the
+# driver decodes nested lists far faster than one row of maps per support,
+# and the page's document id and number are not sent again on every row
+_SUPPORTS_ON_PAGES = """
 UNWIND $ids AS pid
-MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(:Provenance)<-[:HAS_PROVENANCE]-(s:Support)
-      <-[:MENTIONED_IN]-(e:Entity)
-RETURN DISTINCT pid, e.entity_id AS eid
+MATCH (pg:Page {page_id: pid})
+RETURN pid, pg.doc_id, pg.number, COLLECT {
+  MATCH (pg)<-[:ON_PAGE]-(p:Provenance)<-[:HAS_PROVENANCE]-(s:Support)
+  WITH s, p ORDER BY s.seq
+  RETURN [s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path, p.bbox,
+          p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end]
+} AS rows
 """
-_ALIAS_PAGES = """
-UNWIND $ids AS eid
-MATCH (:Entity {entity_id: eid})-[l:SAME_AS]-(o:Entity)
-CALL (o) {
-  MATCH (o)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
-  RETURN pg.page_id AS pid, min(s.support_id) AS sid LIMIT $limit
-}
-RETURN eid, o.entity_id AS other, l.score AS score, l.method AS method, pid, sid
-ORDER BY score DESC
+_UNITS_ON_PAGES = """
+UNWIND $ids AS pid
+WITH pid, split(pid, ':') AS key
+WITH pid, key[0] AS doc_id, toInteger(key[1]) AS number
+RETURN pid, doc_id, number, COLLECT {
+  MATCH (u:Unit {doc_id: doc_id, page: number})
+  WITH u ORDER BY u.seq
+  RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
+          u.row_index, u.headers, u.cells]
+} AS rows
 """
-_ASSERTION_PAGES = """
-UNWIND $ids AS eid
-MATCH (e:Entity {entity_id: eid})
-CALL (e) {
-  MATCH (e)-[:SUBJECT_OF]->(a:Assertion) RETURN a
-  UNION MATCH (a:Assertion)-[:OBJECT]->(e) RETURN a
-}
-MATCH (a)-[:SUPPORTED_BY]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
-WITH eid, pg.page_id AS pid, min(a.assertion_id) AS aid, min(a.predicate) AS pred,
-     min(s.support_id) AS sid
-RETURN eid, pid, aid, pred, sid LIMIT $limit
-"""
-_MENTION_PAGES = """
-UNWIND $ids AS eid
-MATCH (:Entity {entity_id: eid})-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)
-      -[:ON_PAGE]->(pg:Page)
-WITH eid, pg.page_id AS pid, min(s.support_id) AS sid
-RETURN eid, pid, sid LIMIT $limit
+# graph expansion from the question's entities, the three kinds in one read:
+# one record per entity, each kind a list of at most $limit pages. mention:
+# pages in (document, page number) order; alias: the best SAME_AS link per
+# page (highest score, then smallest entity id), pages by that score then
+# (document, page number); assertion: the smallest (assertion id, support id)
+# per page, pages in (document, page number) order.
+_EXPANSION_PAGES = """
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (e:Entity {entity_id: $ids[i]})
+RETURN i, COLLECT {
+  MATCH (e)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
+  WITH pg, min(s.support_id) AS sid
+  ORDER BY pg.doc_id, pg.number LIMIT $limit
+  RETURN [pg.page_id, sid]
+} AS mention, COLLECT {
+  MATCH (e)-[l:SAME_AS]-(o:Entity)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)
+        -[:ON_PAGE]->(pg:Page)
+  WHERE o <> e
+  WITH pg, o.entity_id AS other, l.score AS score, l.method AS method, min(s.support_id) AS sid
+  ORDER BY score DESC, other, method
+  WITH pg, head(collect([other, score, method, sid])) AS best
+  ORDER BY best[1] DESC, pg.doc_id, pg.number LIMIT $limit
+  RETURN [pg.page_id] + best
+} AS alias, COLLECT {
+  MATCH (e)-[:SUBJECT_OF|OBJECT]-(a:Assertion)-[:SUPPORTED_BY]->(s:Support)-[:HAS_PROVENANCE]->
+        (:Provenance)-[:ON_PAGE]->(pg:Page)
+  WITH pg, a, s ORDER BY a.assertion_id, s.support_id
+  WITH pg, head(collect([a.assertion_id, a.predicate, s.support_id])) AS best
+  ORDER BY pg.doc_id, pg.number LIMIT $limit
+  RETURN [pg.page_id] + best
+} AS assertion
 """
 
 _DELETE_DOCUMENT = [
@@ -230,12 +252,21 @@ class Neo4jGraphStore:
 
     # -- plumbing ----------------------------------------------------------------
     def _read(self, query: str, **params) -> list[dict[str, Any]]:
+        """Records of one read query (one round trip) as dicts."""
+        return self._query(query, params, lambda result: result.data())
+
+    def _values(self, query: str, **params) -> list[list[Any]]:
+        """Records of one read query (one round trip) as lists of values, in
+        RETURN order: cheaper to decode than :meth:`_read` for many rows."""
+        return self._query(query, params, lambda result: result.values())
+
+    def _query(self, query: str, params: dict[str, Any], transform) -> Any:
         try:
-            records, _, _ = self.driver.execute_query(
-                query, params, database_=self.database, routing_=self._neo4j.RoutingControl.READ)
+            return self.driver.execute_query(
+                query, params, database_=self.database, routing_=self._neo4j.RoutingControl.READ,
+                result_transformer_=transform)
         except self._neo4j.exceptions.Neo4jError as exc:
             raise StoreError(f"Neo4j read failed: {exc.message or exc}") from exc
-        return [r.data() for r in records]
 
     def _write(self, work) -> Any:
         try:
@@ -262,13 +293,18 @@ class Neo4jGraphStore:
         return [self._doc(r) for r in self._read(
             f"MATCH (d:Document {{uri: $uri}}) RETURN {_DOC_FIELDS}", uri=uri)]
 
-    def get_document(self, doc_id: str) -> Document | None:
-        rows = self._read(f"MATCH (d:Document {{doc_id: $id}}) RETURN {_DOC_FIELDS}", id=doc_id)
-        return self._doc(rows[0]) if rows else None
-
-    def documents(self) -> list[Document]:
+    def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
+        """Stored documents, oldest first (then by uri): all of them, or those
+        of ``doc_ids`` that exist (unknown ids are skipped). One query.
+        Raises :class:`StoreError` if the read fails."""
+        if doc_ids is None:
+            return [self._doc(r) for r in self._read(
+                f"MATCH (d:Document) RETURN {_DOC_FIELDS} ORDER BY d.ingested_at, d.uri")]
+        if not doc_ids:
+            return []
         return [self._doc(r) for r in self._read(
-            f"MATCH (d:Document) RETURN {_DOC_FIELDS} ORDER BY d.ingested_at, d.uri")]
+            f"MATCH (d:Document) WHERE d.doc_id IN $ids RETURN {_DOC_FIELDS} "
+            "ORDER BY d.ingested_at, d.uri", ids=list(doc_ids))]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
         rows = self._read("MATCH (p:Page) WHERE p.page_id IN $ids "
@@ -278,39 +314,35 @@ class Neo4jGraphStore:
         return {p.page_id: p for p in pages}
 
     def supports_on_pages(self, page_ids: list[str]) -> dict[str, list[Support]]:
+        """``{page_id: [Support, ...]}`` in document order, with provenance, for
+        every id given (``[]`` for unknown pages). One query for all pages.
+        Raises :class:`StoreError` if the read fails."""
         out: dict[str, list[Support]] = {pid: [] for pid in page_ids}
-        rows = self._read(
-            "UNWIND $ids AS pid MATCH (pg:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)"
-            "<-[:HAS_PROVENANCE]-(s:Support) RETURN pid, s{.*} AS s, p{.*} AS p ORDER BY s.seq",
-            ids=page_ids)
-        for r in rows:
-            p, s = r["p"], r["s"]
-            prov = Provenance(
-                provenance_id=p["provenance_id"], doc_id=p["doc_id"], page=p["page"],
-                section_path=tuple(p.get("section_path") or ()),
-                bbox=tuple(p["bbox"]) if p.get("bbox") else None, css_path=p.get("css_path"),
-                table_index=p.get("table_index"), row=p.get("row"), col=p.get("col"),
-                cell_ids=tuple(p.get("cell_ids") or ()), char_start=p.get("char_start"),
-                char_end=p.get("char_end"))
-            out[r["pid"]].append(Support(support_id=s["support_id"], doc_id=s["doc_id"],
-                                         kind=s["kind"], text=s["text"], role=s["role"],
-                                         provenance=prov))
+        if not out:
+            return out
+        for pid, doc_id, number, rows in self._values(_SUPPORTS_ON_PAGES, ids=list(out)):
+            out[pid] = [Support(
+                support_id=r[0], doc_id=doc_id, kind=r[1], text=r[2], role=r[3],
+                provenance=Provenance(
+                    provenance_id=r[4], doc_id=doc_id, page=number, section_path=tuple(r[5] or ()),
+                    bbox=tuple(r[6]) if r[6] else None, css_path=r[7], table_index=r[8],
+                    row=r[9], col=r[10], cell_ids=tuple(r[11] or ()), char_start=r[12],
+                    char_end=r[13])) for r in rows]
         return out
 
     def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]:
+        """``{page_id: [Unit, ...]}`` in document order for every id given
+        (``[]`` for pages without units). One query for all pages. Raises
+        :class:`StoreError` if the read fails."""
         out: dict[str, list[Unit]] = {pid: [] for pid in page_ids}
-        rows = self._read(
-            "UNWIND $ids AS pid MATCH (u:Unit {doc_id: split(pid, ':')[0], "
-            "page: toInteger(split(pid, ':')[1])}) RETURN pid, u{.*} AS u ORDER BY u.seq",
-            ids=page_ids)
-        for r in rows:
-            u = r["u"]
-            out[r["pid"]].append(Unit(
-                unit_id=u["unit_id"], doc_id=u["doc_id"], page=u["page"], kind=u["kind"],
-                text=u["text"], completed_text=u["completed_text"], support_id=u["support_id"],
-                context=tuple(u.get("context") or ()), table_index=u.get("table_index"),
-                row_index=u.get("row_index"), headers=tuple(u.get("headers") or ()),
-                cells=tuple(u.get("cells") or ())))
+        if not out:
+            return out
+        for pid, doc_id, number, rows in self._values(_UNITS_ON_PAGES, ids=list(out)):
+            out[pid] = [Unit(
+                unit_id=r[0], doc_id=doc_id, page=number, kind=r[1], text=r[2],
+                completed_text=r[3], support_id=r[4], context=tuple(r[5] or ()),
+                table_index=r[6], row_index=r[7], headers=tuple(r[8] or ()),
+                cells=tuple(r[9] or ())) for r in rows]
         return out
 
     def stats(self) -> dict[str, int]:
@@ -401,37 +433,33 @@ class Neo4jGraphStore:
             out[r["pid"]].add(tuple(r["path"] or ()))
         return out
 
-    def entities_on_pages(self, page_ids: list[str]) -> dict[str, set[str]]:
-        """``{page_id: {entity_id, ...}}`` via Entity -MENTIONED_IN-> Support -> Page."""
-        out: dict[str, set[str]] = {pid: set() for pid in page_ids}
-        for r in self._read(_ENTITIES_ON_PAGES, ids=page_ids):
-            out[r["pid"]].add(r["eid"])
-        return out
+    def expansion_pages(self, entity_ids: list[str],
+                        limit: int = 50) -> dict[str, dict[str, list[str]]]:
+        """Pages the graph reaches from ``entity_ids``, by kind, in one query:
+        ``{"mention": {page_id: path}, "alias": {...}, "assertion": {...}}``
+        where a path is the list of steps from the entity to the page.
 
-    def alias_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages reached through SAME_AS then MENTIONED_IN; ``{page_id: [path]}``."""
-        out: dict[str, list[str]] = {}
-        for r in self._read(_ALIAS_PAGES, ids=entity_ids, limit=limit):
-            out.setdefault(r["pid"], [f"entity:{r['eid']}", f"SAME_AS({r['method']}, "
-                                      f"{r['score']:.2f})", f"entity:{r['other']}",
-                                      "MENTIONED_IN", f"support:{r['sid']}", f"page:{r['pid']}"])
-        return out
-
-    def assertion_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages reached through Entity -> Assertion -> Support -> Page; ``{page_id: [path]}``."""
-        out: dict[str, list[str]] = {}
-        for r in self._read(_ASSERTION_PAGES, ids=entity_ids, limit=limit):
-            out.setdefault(r["pid"], [f"entity:{r['eid']}", f"assertion:{r['aid']} ({r['pred']})",
-                                      "SUPPORTED_BY", f"support:{r['sid']}", f"page:{r['pid']}"])
+        ``mention``: Entity -MENTIONED_IN-> Support -> Page; ``alias``: Entity
+        -SAME_AS- (either direction) another entity, then MENTIONED_IN;
+        ``assertion``: Entity -SUBJECT_OF-> / <-OBJECT- Assertion
+        -SUPPORTED_BY-> Support -> Page. At most ``limit`` pages per entity
+        and kind; a page reached from several entities keeps the path of the
+        first in ``entity_ids`` order. See ``_EXPANSION_PAGES`` for the order
+        and the choice of the path per page. Raises :class:`StoreError` if
+        the read fails."""
+        out: dict[str, dict[str, list[str]]] = {"mention": {}, "alias": {}, "assertion": {}}
+        ids = list(entity_ids)
+        if not ids:
+            return out
+        for i, mention, alias, assertion in sorted(
+                self._values(_EXPANSION_PAGES, ids=ids, limit=limit), key=lambda r: r[0]):
+            add_expansion_rows(out, ids[i], mention, alias, assertion)
         return out
 
     def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``."""
-        out: dict[str, list[str]] = {}
-        for r in self._read(_MENTION_PAGES, ids=entity_ids, limit=limit):
-            out.setdefault(r["pid"], [f"entity:{r['eid']}", "MENTIONED_IN", f"support:{r['sid']}",
-                                      f"page:{r['pid']}"])
-        return out
+        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``
+        (the ``mention`` part of :meth:`expansion_pages`)."""
+        return self.expansion_pages(entity_ids, limit)["mention"]
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""

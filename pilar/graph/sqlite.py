@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pilar.errors import StoreError
+from pilar.graph import add_expansion_rows
 from pilar.migrations import migration_files
 from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
                          Unit, to_jsonable)
@@ -116,12 +117,16 @@ class SqliteGraphStore:
         rows = self.db.conn.execute("SELECT * FROM documents WHERE uri = ?", (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
-    def get_document(self, doc_id: str) -> Document | None:
-        row = self.db.conn.execute("SELECT * FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-        return self._doc(row) if row else None
-
-    def documents(self) -> list[Document]:
-        rows = self.db.conn.execute("SELECT * FROM documents ORDER BY ingested_at, uri").fetchall()
+    def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
+        """Stored documents, oldest first (then by uri): all of them, or those
+        of ``doc_ids`` that exist (unknown ids are skipped). One query.
+        Raises ``sqlite3.Error`` if the read fails."""
+        if doc_ids is None:
+            rows = self.db.conn.execute("SELECT * FROM documents ORDER BY ingested_at, uri")
+        else:
+            rows = self.db.conn.execute(
+                "SELECT * FROM documents WHERE doc_id IN (SELECT value FROM json_each(?)) "
+                "ORDER BY ingested_at, uri", (json.dumps(list(doc_ids)),))
         return [self._doc(r) for r in rows]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
@@ -138,48 +143,42 @@ class SqliteGraphStore:
         return out
 
     def supports_on_pages(self, page_ids: list[str]) -> dict[str, list[Support]]:
-        """``{page_id: [Support, ...]}`` in document order, with provenance."""
+        """``{page_id: [Support, ...]}`` in document order, with provenance, for
+        every id given (``[]`` for unknown pages). One query for all pages.
+        Raises ``sqlite3.Error`` if the read fails."""
         out: dict[str, list[Support]] = {pid: [] for pid in page_ids}
-        for pid in page_ids:
-            doc_id, _, number = pid.rpartition(":")
-            rows = self.db.conn.execute(
-                "SELECT s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path,"
-                " p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start,"
-                " p.char_end FROM provenance p JOIN supports s ON s.provenance_id = p.provenance_id"
-                " WHERE p.doc_id = ? AND p.page = ? ORDER BY s.rowid", (doc_id, int(number)))
-            page = int(number)
-            paths: dict[str, tuple[str, ...]] = {}
-            for r in rows:
-                path = paths.get(r[5])
-                if path is None:
-                    path = paths[r[5]] = tuple(json.loads(r[5]))
-                prov = Provenance(
-                    provenance_id=r[4], doc_id=doc_id, page=page, section_path=path,
-                    bbox=tuple(json.loads(r[6])) if r[6] else None, css_path=r[7],
-                    table_index=r[8], row=r[9], col=r[10],
-                    cell_ids=tuple(json.loads(r[11])) if r[11] != "[]" else (),
-                    char_start=r[12], char_end=r[13],
-                )
-                out[pid].append(Support(support_id=r[0], doc_id=doc_id, kind=r[1], text=r[2],
-                                        role=r[3], provenance=prov))
+        if not out:
+            return out
+        paths: dict[str, tuple[str, ...]] = {}
+        for r in self.db.conn.execute(_SUPPORTS_ON_PAGES, (json.dumps(list(out)),)):
+            path = paths.get(r[7])
+            if path is None:
+                path = paths[r[7]] = tuple(json.loads(r[7]))
+            prov = Provenance(
+                provenance_id=r[6], doc_id=r[2], page=r[1], section_path=path,
+                bbox=tuple(json.loads(r[8])) if r[8] else None, css_path=r[9],
+                table_index=r[10], row=r[11], col=r[12],
+                cell_ids=tuple(json.loads(r[13])) if r[13] != "[]" else (),
+                char_start=r[14], char_end=r[15],
+            )
+            out[r[0]].append(Support(support_id=r[3], doc_id=r[2], kind=r[4], text=r[5],
+                                     role=r[16], provenance=prov))
         return out
 
     def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]:
-        """``{page_id: [Unit, ...]}`` in document order."""
+        """``{page_id: [Unit, ...]}`` in document order for every id given
+        (``[]`` for pages without units). One query for all pages. Raises
+        ``sqlite3.Error`` if the read fails."""
         out: dict[str, list[Unit]] = {pid: [] for pid in page_ids}
-        for pid in page_ids:
-            doc_id, _, number = pid.rpartition(":")
-            for r in self.db.conn.execute(
-                "SELECT unit_id, doc_id, page, kind, text, completed_text, support_id, context, "
-                "table_index, row_index, headers, cells FROM units WHERE doc_id = ? AND page = ? "
-                "ORDER BY rowid", (doc_id, int(number)),
-            ):
-                out[pid].append(Unit(
-                    unit_id=r[0], doc_id=r[1], page=r[2], kind=r[3], text=r[4],
-                    completed_text=r[5], support_id=r[6], context=tuple(json.loads(r[7])),
-                    table_index=r[8], row_index=r[9], headers=tuple(json.loads(r[10])),
-                    cells=tuple(json.loads(r[11])),
-                ))
+        if not out:
+            return out
+        for r in self.db.conn.execute(_UNITS_ON_PAGES, (json.dumps(list(out)),)):
+            out[r[0]].append(Unit(
+                unit_id=r[1], doc_id=r[2], page=r[3], kind=r[4], text=r[5],
+                completed_text=r[6], support_id=r[7], context=tuple(json.loads(r[8])),
+                table_index=r[9], row_index=r[10], headers=tuple(json.loads(r[11])),
+                cells=tuple(json.loads(r[12])),
+            ))
         return out
 
     def stats(self) -> dict[str, int]:
@@ -301,57 +300,50 @@ class SqliteGraphStore:
 
     # -- graph expansion (PILAR §3.4, App. E.6) ---------------------------------
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
-        """``{page_id: {section_path, ...}}``: the section paths a page's supports sit in."""
+        """``{page_id: {section_path, ...}}``: the section paths a page's
+        supports sit in, for every id given. One query for all pages. Raises
+        ``sqlite3.Error`` if the read fails."""
         out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
-        for pid in page_ids:
-            doc_id, _, number = pid.rpartition(":")
-            for (path,) in self.db.conn.execute(
-                    "SELECT DISTINCT section_path FROM provenance WHERE doc_id = ? AND page = ?",
-                    (doc_id, int(number))):
-                out[pid].add(tuple(json.loads(path)))
+        if not out:
+            return out
+        for pid, path in self.db.conn.execute(_PAGE_SECTIONS, (json.dumps(list(out)),)):
+            out[pid].add(tuple(json.loads(path)))
         return out
 
-    def entities_on_pages(self, page_ids: list[str]) -> dict[str, set[str]]:
-        """``{page_id: {entity_id, ...}}`` via Entity -MENTIONED_IN-> Support -> Page."""
-        out: dict[str, set[str]] = {pid: set() for pid in page_ids}
-        for pid in page_ids:
-            doc_id, _, number = pid.rpartition(":")
-            for (eid,) in self.db.conn.execute(_ENTITIES_ON_PAGE, (doc_id, int(number))):
-                out[pid].add(eid)
-        return out
+    def expansion_pages(self, entity_ids: list[str],
+                        limit: int = 50) -> dict[str, dict[str, list[str]]]:
+        """Pages the graph reaches from ``entity_ids``, by kind, in one query:
+        ``{"mention": {page_id: path}, "alias": {...}, "assertion": {...}}``
+        where a path is the list of steps from the entity to the page.
 
-    def alias_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages reached from ``entity_ids`` through SAME_AS (either
-        direction) to another entity, then MENTIONED_IN -> Support -> Page.
-        Returns ``{page_id: [path steps]}``, at most ``limit`` pages per entity."""
-        out: dict[str, list[str]] = {}
-        for eid in entity_ids:
-            for page_id, other, score, method, support in self.db.conn.execute(
-                    _ALIAS_PAGES, (eid, eid, limit)):
-                out.setdefault(page_id, [f"entity:{eid}", f"SAME_AS({method}, {score:.2f})",
-                                         f"entity:{other}", "MENTIONED_IN", f"support:{support}",
-                                         f"page:{page_id}"])
-        return out
-
-    def assertion_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages reached from ``entity_ids`` through Entity -> Assertion
-        (SUBJECT_OF / OBJECT) -> SUPPORTED_BY -> Support -> Page; ``{page_id: [path]}``."""
-        out: dict[str, list[str]] = {}
-        for eid in entity_ids:
-            for page_id, aid, pred, support in self.db.conn.execute(
-                    _ASSERTION_PAGES, (eid, eid, limit)):
-                out.setdefault(page_id, [f"entity:{eid}", f"assertion:{aid} ({pred})",
-                                         "SUPPORTED_BY", f"support:{support}", f"page:{page_id}"])
+        ``mention``: Entity -MENTIONED_IN-> Support -> Page, pages in
+        (document, page number) order; ``alias``: SAME_AS (either direction)
+        to another entity, then MENTIONED_IN, the best link per page (highest
+        score, then smallest entity id), pages by that score then (document,
+        page); ``assertion``: Entity as subject or object of an Assertion
+        -SUPPORTED_BY-> Support -> Page, the smallest (assertion id, support
+        id) per page, pages in (document, page) order. At most ``limit`` pages
+        per entity and kind; a page reached from several entities keeps the
+        path of the first in ``entity_ids`` order. Raises ``sqlite3.Error`` if
+        the read fails."""
+        out: dict[str, dict[str, list[str]]] = {"mention": {}, "alias": {}, "assertion": {}}
+        ids = list(entity_ids)
+        if not ids:
+            return out
+        rows: dict[int, dict[str, list]] = {}
+        for kind, i, *row in self.db.conn.execute(_EXPANSION_PAGES, (json.dumps(ids), limit)):
+            rows.setdefault(i, {"mention": [], "alias": [], "assertion": []})[kind].append(row)
+        for i in sorted(rows):
+            by_kind = rows[i]
+            add_expansion_rows(out, ids[i], [r[:2] for r in by_kind["mention"]],
+                               [(r[0], r[2], r[3], r[4], r[1]) for r in by_kind["alias"]],
+                               [(r[0], r[5], r[6], r[1]) for r in by_kind["assertion"]])
         return out
 
     def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``."""
-        out: dict[str, list[str]] = {}
-        for eid in entity_ids:
-            for page_id, support in self.db.conn.execute(_MENTION_PAGES, (eid, limit)):
-                out.setdefault(page_id, [f"entity:{eid}", "MENTIONED_IN", f"support:{support}",
-                                         f"page:{page_id}"])
-        return out
+        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``
+        (the ``mention`` part of :meth:`expansion_pages`)."""
+        return self.expansion_pages(entity_ids, limit)["mention"]
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
@@ -407,35 +399,82 @@ DELETE FROM entities WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_i
   AND NOT EXISTS (SELECT 1 FROM assertions a WHERE a.subject_entity = entities.entity_id
                   OR a.object_entity = entities.entity_id)
 """
-_ENTITIES_ON_PAGE = """
-SELECT DISTINCT m.entity_id FROM provenance p
+# the pages asked for, in order: json_each over a JSON array of page ids
+_WANTED_PAGES = """
+WITH wanted(pid, doc_id, page) AS (
+    SELECT j.value, g.doc_id, g.number FROM json_each(?1) j JOIN pages g ON g.page_id = j.value)
+"""
+_SUPPORTS_ON_PAGES = _WANTED_PAGES + """
+SELECT w.pid, w.page, w.doc_id, s.support_id, s.kind, s.text, p.provenance_id, p.section_path,
+       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end,
+       s.role
+FROM wanted w JOIN provenance p ON p.doc_id = w.doc_id AND p.page = w.page
 JOIN supports s ON s.provenance_id = p.provenance_id
-JOIN mentions m ON m.support_id = s.support_id
-WHERE p.doc_id = ? AND p.page = ?
+ORDER BY w.pid, s.rowid
 """
-_ALIAS_PAGES = """
-WITH linked(other, score, method) AS (
-    SELECT target, score, method FROM same_as WHERE source = ?1
-    UNION SELECT source, score, method FROM same_as WHERE target = ?2)
-SELECT p.doc_id || ':' || p.page, l.other, max(l.score), l.method, min(s.support_id)
-FROM linked l JOIN mentions m ON m.entity_id = l.other
-JOIN supports s ON s.support_id = m.support_id
-JOIN provenance p ON p.provenance_id = s.provenance_id
-GROUP BY p.doc_id, p.page ORDER BY max(l.score) DESC LIMIT ?3
+_UNITS_ON_PAGES = _WANTED_PAGES + """
+SELECT w.pid, u.unit_id, u.doc_id, u.page, u.kind, u.text, u.completed_text, u.support_id,
+       u.context, u.table_index, u.row_index, u.headers, u.cells
+FROM wanted w JOIN units u ON u.doc_id = w.doc_id AND u.page = w.page
+ORDER BY w.pid, u.rowid
 """
-_ASSERTION_PAGES = """
-SELECT p.doc_id || ':' || p.page, min(a.assertion_id), min(a.predicate), min(s.support_id)
-FROM assertions a JOIN assertion_supports x ON x.assertion_id = a.assertion_id
-JOIN supports s ON s.support_id = x.support_id
-JOIN provenance p ON p.provenance_id = s.provenance_id
-WHERE a.subject_entity = ?1 OR a.object_entity = ?2
-GROUP BY p.doc_id, p.page LIMIT ?3
+_PAGE_SECTIONS = _WANTED_PAGES + """
+SELECT DISTINCT w.pid, p.section_path
+FROM wanted w JOIN provenance p ON p.doc_id = w.doc_id AND p.page = w.page
 """
-_MENTION_PAGES = """
-SELECT p.doc_id || ':' || p.page, min(s.support_id) FROM mentions m
-JOIN supports s ON s.support_id = m.support_id
-JOIN provenance p ON p.provenance_id = s.provenance_id
-WHERE m.entity_id = ? GROUP BY p.doc_id, p.page LIMIT ?
+# graph expansion (see SqliteGraphStore.expansion_pages), the three kinds in
+# one statement; ?1 is a JSON array of entity ids (i = position), ?2 the
+# per-entity, per-kind page limit. Columns: kind, i, page_id, support_id,
+# other entity, score, method (alias), assertion id, predicate (assertion);
+# rows ordered by kind, i, then rank.
+_EXPANSION_PAGES = """
+WITH wanted(i, eid) AS (SELECT key, value FROM json_each(?1)),
+mention_hits AS (
+    SELECT w.i, p.doc_id, p.page, min(s.support_id) AS sid
+    FROM wanted w JOIN mentions m ON m.entity_id = w.eid
+    JOIN supports s ON s.support_id = m.support_id
+    JOIN provenance p ON p.provenance_id = s.provenance_id
+    GROUP BY w.i, p.doc_id, p.page),
+mention_ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY i ORDER BY doc_id, page) AS r FROM mention_hits),
+linked(i, other, score, method) AS (
+    SELECT w.i, x.target, x.score, x.method FROM wanted w JOIN same_as x ON x.source = w.eid
+    WHERE x.target <> w.eid
+    UNION SELECT w.i, x.source, x.score, x.method FROM wanted w JOIN same_as x ON x.target = w.eid
+    WHERE x.source <> w.eid),
+alias_hits AS (
+    SELECT l.i, l.other, l.score, l.method, p.doc_id, p.page, min(s.support_id) AS sid
+    FROM linked l JOIN mentions m ON m.entity_id = l.other
+    JOIN supports s ON s.support_id = m.support_id
+    JOIN provenance p ON p.provenance_id = s.provenance_id
+    GROUP BY l.i, l.other, l.score, l.method, p.doc_id, p.page),
+alias_best AS (
+    SELECT *, row_number() OVER (PARTITION BY i, doc_id, page
+                                 ORDER BY score DESC, other, method) AS b FROM alias_hits),
+alias_ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY i ORDER BY score DESC, doc_id, page) AS r
+    FROM alias_best WHERE b = 1),
+assertion_hits AS (
+    SELECT w.i, a.assertion_id AS aid, a.predicate AS pred, s.support_id AS sid, p.doc_id, p.page
+    FROM wanted w JOIN assertions a ON a.subject_entity = w.eid OR a.object_entity = w.eid
+    JOIN assertion_supports x ON x.assertion_id = a.assertion_id
+    JOIN supports s ON s.support_id = x.support_id
+    JOIN provenance p ON p.provenance_id = s.provenance_id),
+assertion_best AS (
+    SELECT *, row_number() OVER (PARTITION BY i, doc_id, page ORDER BY aid, sid) AS b
+    FROM assertion_hits),
+assertion_ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY i ORDER BY doc_id, page) AS r
+    FROM assertion_best WHERE b = 1)
+SELECT 'mention' AS kind, i, doc_id || ':' || page, sid, NULL, NULL, NULL, NULL, NULL, r
+FROM mention_ranked WHERE r <= ?2
+UNION ALL
+SELECT 'alias', i, doc_id || ':' || page, sid, other, score, method, NULL, NULL, r
+FROM alias_ranked WHERE r <= ?2
+UNION ALL
+SELECT 'assertion', i, doc_id || ':' || page, sid, NULL, NULL, NULL, aid, pred, r
+FROM assertion_ranked WHERE r <= ?2
+ORDER BY 1, 2, 10
 """
 _WORDS = re.compile(r"\w+", re.UNICODE)
 

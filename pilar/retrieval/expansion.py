@@ -72,12 +72,11 @@ class GraphRetriever:
         entities = query_entities(question, self.graph, s.entity_match)
         by_id = {p.page_id: p for p in shortlist}
         if entities:
-            ids = [e for e, _, _ in entities]
-            alias = self.graph.mention_pages(ids, s.expansion_limit)
-            alias.update(self.graph.alias_pages(ids, s.expansion_limit))
-            linked = self.graph.assertion_pages(ids, s.expansion_limit)
-            self._expand(question, by_id, alias, "alias", s.alias_bonus, seed_ids)
-            self._expand(question, by_id, linked, "graph", s.graph_bonus, seed_ids)
+            reached = self.graph.expansion_pages([e for e, _, _ in entities], s.expansion_limit)
+            alias = {**reached["mention"], **reached["alias"]}
+            self._expand(question, by_id, [("alias", alias, s.alias_bonus),
+                                           ("graph", reached["assertion"], s.graph_bonus)],
+                         seed_ids)
             for p in by_id.values():
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
         ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
@@ -99,39 +98,44 @@ class GraphRetriever:
                                                for sec in sections[p.page_id]):
                     self._bonus(p, "same_section", s.same_section_bonus)
 
-    def _expand(self, question: str, by_id: dict[str, RankedPage], reached: dict[str, list[str]],
-                kind: str, bonus: float, seed_ids: set[str]) -> None:
-        """Add ``bonus`` to pages ``reached`` (gated by dense >= gate); pages
-        outside the shortlist enter as expanded pages when they pass the gate."""
-        if not reached:
-            return
-        outside = [pid for pid in reached if pid not in by_id]
-        dense = {pid: by_id[pid].dense for pid in reached if pid in by_id}
+    def _expand(self, question: str, by_id: dict[str, RankedPage],
+                kinds: list[tuple[str, dict[str, list[str]], float]], seed_ids: set[str]) -> None:
+        """For each ``(kind, reached, bonus)`` in turn, add ``bonus`` to the
+        pages ``reached`` (``{page_id: path}``) whose dense score passes the
+        gate; pages outside the shortlist enter as expanded pages. One dense
+        lookup and one document read for all kinds together."""
+        outside = list(dict.fromkeys(pid for _, reached, _ in kinds for pid in reached
+                                     if pid not in by_id))
+        dense = {pid: p.dense for pid, p in by_id.items()}
+        docs = {}
         if outside:
             query = self.hybrid.embedder.query(question)
             dense.update(self.index.dense(query, page_ids=outside))
-        meta = {}
-        for pid in reached:
-            if pid in seed_ids:
-                continue
-            if dense[pid] < self.s.gate:
-                if pid in by_id:
-                    by_id[pid].trace.setdefault("gated", []).append(kind)
-                continue
-            if pid not in by_id:
-                doc_id, _, number = pid.rpartition(":")
-                if doc_id not in meta:
-                    doc = self.graph.get_document(doc_id)
-                    meta[doc_id] = (doc.uri, doc.title) if doc else ("", "")
-                base = round(self.s.dense_weight * dense[pid], 6)
-                by_id[pid] = RankedPage(page_id=pid, doc_id=doc_id, number=int(number),
-                                        score=base, source=meta[doc_id][0],
-                                        title=meta[doc_id][1], bm25=0.0, dense=dense[pid],
-                                        trace={"base": base, "seed": False, "expanded": True})
-            page = by_id[pid]
-            if kind not in page.trace:
-                self._bonus(page, kind, bonus)
-                page.trace.setdefault("paths", {})[kind] = reached[pid]
+            entering = {pid.rpartition(":")[0] for pid in outside
+                        if pid not in seed_ids and dense[pid] >= self.s.gate}
+            if entering:
+                docs = {d.doc_id: d for d in self.graph.documents(sorted(entering))}
+        for kind, reached, bonus in kinds:
+            for pid in reached:
+                if pid in seed_ids:
+                    continue
+                if dense[pid] < self.s.gate:
+                    if pid in by_id:
+                        by_id[pid].trace.setdefault("gated", []).append(kind)
+                    continue
+                if pid not in by_id:
+                    doc_id, _, number = pid.rpartition(":")
+                    doc = docs.get(doc_id)
+                    base = round(self.s.dense_weight * dense[pid], 6)
+                    by_id[pid] = RankedPage(page_id=pid, doc_id=doc_id, number=int(number),
+                                            score=base, source=doc.uri if doc else "",
+                                            title=doc.title if doc else "", bm25=0.0,
+                                            dense=dense[pid],
+                                            trace={"base": base, "seed": False, "expanded": True})
+                page = by_id[pid]
+                if kind not in page.trace:
+                    self._bonus(page, kind, bonus)
+                    page.trace.setdefault("paths", {})[kind] = reached[pid]
 
     @staticmethod
     def _bonus(page: RankedPage, kind: str, value: float) -> None:

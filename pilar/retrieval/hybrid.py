@@ -68,14 +68,12 @@ class HybridRetriever:
         return self._ranked(scored, norm, dense, bm25)
 
     def _ranked(self, scored, norm, dense, bm25) -> list[RankedPage]:
-        doc_cache: dict[str, tuple[str, str]] = {}
+        doc_ids = list(dict.fromkeys(pid.rpartition(":")[0] for _, pid in scored))
+        docs = {d.doc_id: (d.uri, d.title) for d in self.graph.documents(doc_ids)}
         out = []
         for score, pid in scored:
             doc_id, _, number = pid.rpartition(":")
-            if doc_id not in doc_cache:
-                doc = self.graph.get_document(doc_id)
-                doc_cache[doc_id] = (doc.uri, doc.title) if doc else ("", "")
-            uri, title = doc_cache[doc_id]
+            uri, title = docs.get(doc_id, ("", ""))
             out.append(RankedPage(
                 page_id=pid, doc_id=doc_id, number=int(number), score=round(score, 6),
                 source=uri, title=title, bm25=round(norm[pid], 6), dense=round(dense[pid], 6),
