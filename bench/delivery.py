@@ -16,7 +16,10 @@ Methods (all with pilar's token counter, so budgets are comparable):
   level, chunks added greedily until the budget is full;
 - ``page_only``: pilar's base hybrid shortlist, page texts in rank order until
   the budget is full (no graph, no units);
-- ``pilar``: ``Pilar.search`` (graph linking, unit selection, grouped packing).
+- ``pilar``: ``Pilar.search`` (graph linking, unit selection, grouped packing);
+- ``anchor_oracle``: not a method but pilar's ceiling: every gold answer
+  somewhere in the full text of pilar's ranked pages, with no budget (what
+  a perfect packer could deliver from the same retrieval; Tessera §4.6).
 
 Figures: ``delivery`` (every gold answer, normalised, present in the
 normalised packet text) and ``recall@10`` (the gold page among the first 10
@@ -201,7 +204,7 @@ def main() -> None:
     rng = random.Random(13)
     all_pages = sorted(page_of.values())
     for setting, budget in settings:
-        hits = {m: 0 for m in ("flat_chunks", "page_only", "pilar")}
+        hits = {m: 0 for m in ("flat_chunks", "page_only", "pilar", "anchor_oracle")}
         rec = {m: 0 for m in hits}
         for question, gold, answers in track(questions, description=f"{setting} {budget}"):
             gold_pid = page_of[gold]
@@ -227,6 +230,9 @@ def main() -> None:
                 assert p.tokens.count(text) <= budget, (m, budget)
                 hits[m] += delivered(answers, text)
                 rec[m] += gold_pid in top_pages[m]
+            anchors = p.graph.pages([r.page_id for r in ranked])
+            hits["anchor_oracle"] += delivered(answers, "\n".join(x.text for x in anchors.values()))
+            rec["anchor_oracle"] += gold_pid in top_pages["pilar"]
         label = str(budget) if setting == "open" else f"gold-{budget}"
         for m in hits:
             figures.setdefault(m, {})[label] = {"delivery": round(hits[m] / len(questions), 4),

@@ -70,8 +70,16 @@ class Settings(BaseSettings):
     # packing (PILAR App. G.1; Tessera §3.4-3.5)
     base_share: float = Field(0.7, description="budget share of base pages")
     max_expanded_pages: int = 2
-    prefilter: int = Field(100, description="units kept by the lexical prefilter")
+    prefilter: int = Field(300, description="units kept by the lexical prefilter")
     item_tokens: int = Field(1024, description="token cap of one page excerpt")
+    block_tokens: int = Field(2048, description="tokens of the lowest-ranked items the unit "
+                              "block replaces (at least one item)")
+    unit_page_weight: float = Field(0.5, description="weight of the anchor page's score "
+                                    "(minus the best page's) in a unit's score")
+    whole_table_share: float = Field(0.7, description="the best row's table comes whole when "
+                                     "it costs at most this share of the unit block")
+    neighbour_rows: int = Field(1, description="rows above and below a selected row offered "
+                                "to the unit block")
 
     # ingestion limits (bad input)
     max_file_bytes: int = 200 * 1024 * 1024

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
@@ -22,8 +23,9 @@ from pilar.errors import IngestError, PilarError
 from pilar.graph import open_graph
 from pilar.graph.linking import link_across
 from pilar.ingest import parse, read_source
-from pilar.model import Document, IngestResult, Packet, ParsedDocument, RankedPage, SearchResult
-from pilar.packing.packet import PageEvidence, assemble
+from pilar.model import (Document, IngestResult, Packet, ParsedDocument, RankedPage,
+                         SearchResult, Support, Unit)
+from pilar.packing.packet import PageEvidence, assemble, table_key
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval import open_index
@@ -36,6 +38,8 @@ MIN_BUDGET = 16
 """Smallest packet budget (tokens) a search accepts."""
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
+PAGE_CACHE = 1024
+"""Pages whose supports and units a :class:`Pilar` keeps in memory for packing."""
 
 
 NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".tsv", ".py",
@@ -87,6 +91,7 @@ class Pilar:
         self.graph = open_graph(settings, db)
         self.index = open_index(settings, db)
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
+        self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
 
     @cached_property
     def tokens(self) -> TokenCounter:
@@ -113,7 +118,8 @@ class Pilar:
             from pilar.retrieval.embeddings import resolve_model_path
 
             cross = CrossEncoder(resolve_model_path(self.settings.reranker_model), device="cpu")
-        return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter)
+        return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
+                            self.settings.unit_page_weight)
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
@@ -211,6 +217,7 @@ class Pilar:
         """Write one parsed document to graph and index atomically; returns
         True when it replaced an older version at the same uri."""
         vectors, unit_ids = self._embed(parsed)
+        self._pages.clear()
         old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # the index transaction encloses the graph write: if the graph write
@@ -248,17 +255,41 @@ class Pilar:
              use_units: bool = True) -> Packet:
         """The packet for already ranked ``pages`` (see :func:`pilar.packing.packet.assemble`)."""
         ids = [p.page_id for p in pages]
-        supports = self.graph.supports_on_pages(ids)
-        evidence = {p.page_id: PageEvidence(p, supports.get(p.page_id, [])) for p in pages}
-        selected = []
+        material = self._page_material(ids)
+        evidence = {p.page_id: PageEvidence(p, material[p.page_id][0]) for p in pages}
+        selected, tables = [], {}
         if use_units:
-            units = self.graph.units_on_pages(ids)
-            anchors = [(rank, u) for rank, pid in enumerate(ids) for u in units.get(pid, [])]
-            selected = self.selector.select(question, anchors)
+            anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
+            selected = self.selector.select(question, anchors, [p.score for p in pages])
+            for _, u in anchors:
+                if (key := table_key(u)) is not None:
+                    tables.setdefault(key, []).append(u)
         s = self.settings
         return assemble(question, pages, evidence, selected, self.tokens, budget,
                         base_share=s.base_share, max_expanded=s.max_expanded_pages,
-                        item_tokens=s.item_tokens, use_units=use_units)
+                        item_tokens=s.item_tokens, block_tokens=s.block_tokens,
+                        use_units=use_units, tables=tables,
+                        whole_table_share=s.whole_table_share, neighbours=s.neighbour_rows)
+
+    def _page_material(self, page_ids: list[str]) -> dict[str, tuple[list[Support], list[Unit]]]:
+        """``{page_id: (supports, units)}`` in document order, from an LRU of
+        :data:`PAGE_CACHE` pages: units are query-independent and may be
+        cached per page (Tessera §3.2), and pages are content-addressed (a
+        doc_id is the SHA-256 of the bytes), so a cached page stays valid.
+        Ingesting or deleting through this object empties the cache."""
+        cache = self._pages
+        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in cache]
+        if missing:
+            supports = self.graph.supports_on_pages(missing)
+            units = self.graph.units_on_pages(missing)
+            for pid in missing:
+                cache[pid] = (supports.get(pid, []), units.get(pid, []))
+        for pid in page_ids:
+            cache.move_to_end(pid)
+        out = {pid: cache[pid] for pid in page_ids}
+        while len(cache) > PAGE_CACHE:
+            cache.popitem(last=False)
+        return out
 
     def docs(self) -> list[Document]:
         """Stored documents, oldest first."""
@@ -266,6 +297,7 @@ class Pilar:
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document from graph and index; False if it was not stored."""
+        self._pages.clear()
         with self.index.transaction():
             self.index.delete_document(doc_id)
             return self.graph.delete_document(doc_id)

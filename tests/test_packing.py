@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from pilar import Pilar
+from pilar.config import Settings
+from pilar.model import Unit
+from pilar.packing.packet import block_order, table_key
+from pilar.packing.selection import ScoredUnit, UnitSelector
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -58,18 +62,90 @@ def test_unit_block_replaces_the_lowest_ranked_item_at_equal_cost(store: Pilar):
     assert "## Evidence units" in with_units.packet.text
     assert "## Evidence units" not in pages_only.text
     headers = lambda t: [line for line in t.splitlines() if line.startswith("## ") and "page" in line]
-    # three page items at 3,072 tokens; with units the third becomes the unit block
+    # three page items at 3,072 tokens; the unit block replaces the lowest-ranked
+    # items worth block_tokens: two by default (2,048), one when set to 1,024
     assert len(headers(pages_only.text)) == 3
-    assert headers(with_units.packet.text) == headers(pages_only.text)[:2]
+    assert headers(with_units.packet.text) == headers(pages_only.text)[:1]
     assert with_units.packet.tokens <= 3072 and pages_only.tokens <= 3072
+    one_item = Pilar(home=store.settings.home, settings=Settings(block_tokens=1024))
+    packet = one_item.pack(q, with_units.pages, 3072)
+    assert headers(packet.text) == headers(pages_only.text)[:2]
+    assert "## Evidence units" in packet.text and packet.tokens <= 3072
+
+
+def page_units(store: Pilar, stem: str) -> list[Unit]:
+    doc = next(d for d in store.docs() if Path(d.uri).stem == stem)
+    return store.graph.units_on_pages([f"{doc.doc_id}:1"])[f"{doc.doc_id}:1"]
+
+
+def test_block_order_offers_a_small_table_whole_else_the_rows_neighbours(store: Pilar):
+    units = page_units(store, "204-98")  # Luís Filipe Jesus: one results table
+    tables: dict = {}
+    for u in units:
+        if table_key(u):
+            tables.setdefault(table_key(u), []).append(u)
+    rows = next(rows for rows in tables.values() if any("Paris Marathon" in u.text for u in rows))
+    i = next(i for i, u in enumerate(rows) if "Paris Marathon" in u.text)
+    chosen = [ScoredUnit(rows[i], lexical=3.0, score=0.9, page_rank=0)]
+    # the whole table fits in 70% of 4,000 tokens: all rows, in document order
+    whole = block_order(chosen, tables, store.tokens, 4000)
+    assert [s.unit.unit_id for s in whole] == [u.unit_id for u in rows]
+    assert "Turin Marathon" in whole[0].unit.text  # the first row, which no query term named
+    # in 60 tokens it does not: the row, then the rows just above and below it
+    near = block_order(chosen, tables, store.tokens, 60)
+    assert [s.unit.unit_id for s in near] == [rows[i].unit_id, rows[i - 1].unit_id,
+                                              rows[i + 1].unit_id]
+    assert block_order(chosen, tables, store.tokens, 60, neighbours=0) == chosen
+
+
+def test_next_row_reaches_the_packet(store: Pilar):
+    q = "which team was the philadelphia soul's next opponent after playing the chicago rush?"
+    result = store.search(q, budget=1024)
+    assert Path(result.pages[0].source).stem == "203-534"
+    lines = result.packet.text.splitlines()
+    rush = next(n for n, line in enumerate(lines) if "Chicago Rush" in line and "|" in line)
+    assert "Columbus Destroyers" in lines[rush + 1]
+
+
+def test_units_of_lower_ranked_pages_pay_the_page_score_gap(store: Pilar):
+    a, b = page_units(store, "204-98"), page_units(store, "203-189")
+    anchors = [(0, u) for u in a] + [(1, u) for u in b]
+    q = "what was the marathon time in 2006?"
+    plain = UnitSelector(store.embedder, store.index.unit_vectors).select(q, anchors, [0.8, 0.5])
+    prior = UnitSelector(store.embedder, store.index.unit_vectors, page_weight=0.5).select(
+        q, anchors, [0.8, 0.5])
+    before = {s.unit.unit_id: s.score for s in plain}
+    assert {s.unit.unit_id for s in prior} == set(before)
+    for s in prior:
+        gap = 0.0 if s.page_rank == 0 else 0.5 * (0.5 - 0.8)
+        assert s.score == pytest.approx(before[s.unit.unit_id] + gap)
+    assert any(s.page_rank == 1 for s in plain)
+
+
+def test_token_counts_are_memoised_and_exact(store: Pilar):
+    lines = [u.completed_text for u in page_units(store, "204-541")][:50]
+    counter = store.tokens
+    first = counter.count_many(lines)
+    assert first == [counter.count(t) for t in lines]
+    assert counter.count_many(lines[::-1]) == first[::-1]
+    assert counter.count_one(lines[0]) == first[0] > 0
+
+
+def test_page_cache_is_emptied_by_delete(tmp_path):
+    p = Pilar(home=tmp_path)
+    [result] = p.ingest(CORPUS / "204-541.html")
+    first = p.search("what is the tallest building in kanpur?", budget=512).packet.text
+    assert f"{result.doc_id}:1" in p._pages
+    assert p.search("what is the tallest building in kanpur?", budget=512).packet.text == first
+    assert p.delete(result.doc_id)
+    assert not p._pages
+    assert p.search("what is the tallest building in kanpur?", budget=512).pages == []
 
 
 @pytest.fixture(scope="module")
 def narrow(store: Pilar) -> Pilar:
     """The same store searched with a one-page shortlist, so graph expansion
     has pages outside it to bring in (or gate out)."""
-    from pilar.config import Settings
-
     return Pilar(home=store.settings.home, settings=Settings(shortlist=1, pool=1))
 
 

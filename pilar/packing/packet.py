@@ -17,6 +17,7 @@ their group. The final text never exceeds the budget.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from pilar.model import Citation, Packet, PacketItem, RankedPage, Support, Unit
@@ -63,74 +64,132 @@ def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter,
     page = ev.page
     lines = [s for s in ev.supports if s.text.strip() and s.kind not in ("table", "heading")]
     header = page_header(page)
-    header_cost = counter.count(header) + 1
+    header_cost = counter.count_one(header) + 1
     if not lines or limit <= header_cost + 8:
         return []
     scores = bm25_scores(tokens(question), [tokens(s.text) for s in lines])
     order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))[:MAX_EXCERPT_LINES]
     costs = dict(zip(order, counter.count_many([lines[i].text for i in order])))
-    chosen: dict[int, str] = {}
+    chosen: dict[int, tuple[str, int]] = {}
     spent = header_cost
     for i in order:
         cost = costs[i] + 1
         if spent + cost <= limit:
-            chosen[i] = lines[i].text
+            chosen[i] = (lines[i].text, costs[i])
             spent += cost
         elif not chosen and limit - spent > 16:
-            chosen[i] = counter.truncate(lines[i].text, limit - spent - 1)
+            text = counter.truncate(lines[i].text, limit - spent - 1)
+            chosen[i] = (text, counter.count(text))
             spent = limit
         if limit - spent < 8:
             break
     items = []
     for n, i in enumerate(sorted(chosen)):
-        text = f"{header}\n{chosen[i]}" if n == 0 else chosen[i]
-        items.append(PacketItem(text=text, citation=cite(page, lines[i]),
-                                tokens=counter.count(text), page_id=page.page_id))
+        text, cost = chosen[i]
+        if n == 0:
+            text, cost = f"{header}\n{text}", cost + header_cost
+        items.append(PacketItem(text=text, citation=cite(page, lines[i]), tokens=cost,
+                                page_id=page.page_id))
     return items
+
+
+TableKey = tuple[str, int, int]
+"""A table of a page: (doc_id, page number, table index)."""
+
+
+def table_key(u: Unit) -> TableKey | None:
+    return (u.doc_id, u.page, u.table_index) if u.kind == "row" and u.table_index is not None else None
+
+
+def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
+                counter: TokenCounter, limit: int, whole_table_share: float = 0.7,
+                neighbours: int = 1) -> list[ScoredUnit]:
+    """The order in which units are offered to the unit block.
+
+    The table of the best-scored row comes whole, in document order, when its
+    rows cost at most ``whole_table_share`` of ``limit`` tokens (questions
+    about a table's first, last, next or largest entry need rows no query
+    term names). Then each selected unit in score order, a row followed by
+    its ``neighbours`` rows above and below in its table (Tessera §3.5
+    packs by score; the neighbours are our addition for ordinal lookups).
+    ``tables`` maps a table to its row units in document order."""
+    out: list[ScoredUnit] = []
+    seen: set[str] = set()
+
+    def offer(s: ScoredUnit) -> None:
+        if s.unit.unit_id not in seen:
+            seen.add(s.unit.unit_id)
+            out.append(s)
+
+    top_table = next((table_key(s.unit) for s in selected if table_key(s.unit)), None)
+    if top_table and tables.get(top_table):
+        rows = tables[top_table]
+        cost = sum(counter.count_many([_line(u) for u in rows])) + len(rows)
+        if cost <= whole_table_share * limit:
+            best = next(s for s in selected if table_key(s.unit) == top_table)
+            for u in rows:
+                offer(ScoredUnit(u, 0.0, best.score, best.page_rank))
+    position = {u.unit_id: i for rows in tables.values() for i, u in enumerate(rows)}
+    for s in selected:
+        offer(s)
+        key = table_key(s.unit)
+        if key is None or not neighbours or s.unit.unit_id not in position:
+            continue
+        rows, i = tables[key], position[s.unit.unit_id]
+        for j in [*range(i - neighbours, i), *range(i + 1, i + neighbours + 1)]:
+            if 0 <= j < len(rows):
+                offer(ScoredUnit(rows[j], 0.0, s.score, s.page_rank))
+    return out
 
 
 def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
                supports: dict[str, Support], counter: TokenCounter,
                limit: int) -> list[PacketItem]:
-    """Tessera §3.5 grouped packing: units chosen by score within ``limit``
-    tokens, grouped by (page, context path, table header) so each context and
-    header is printed once above its rows; groups in order of their best
-    unit, rows in document order."""
-    groups: dict[tuple, list[ScoredUnit]] = {}
-    header_text: dict[tuple, str] = {}
-    spent = counter.count("## Evidence units") + 1
+    """Tessera §3.5 grouped packing: units taken in the given order within
+    ``limit`` tokens, grouped by (page, context path, table header) so each
+    context and header is printed once above its rows; groups in order of
+    their first unit, rows in document order."""
+    groups: dict[tuple, list[tuple[ScoredUnit, int]]] = {}
+    header_text: dict[tuple, tuple[str, int]] = {}
+    title = "## Evidence units"
+    spent = counter.count_one(title) + 1
     line_cost = counter.count_many([_line(s.unit) for s in selected])
-    for s, cost in zip(selected, line_cost):
-        u = s.unit
-        page_id = f"{u.doc_id}:{u.page}"
-        key = (page_id, u.context, u.headers if u.kind == "row" else ())
+    keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context,
+             s.unit.headers if s.unit.kind == "row" else ()) for s in selected]
+    heads = {}
+    for key, s in zip(keys, selected):
+        if key not in heads:
+            heads[key] = _group_header(s.unit, pages.get(key[0]))
+    head_costs = dict(zip(heads, counter.count_many(list(heads.values()))))
+    for s, cost, key in zip(selected, line_cost, keys):
         extra = cost + 1
         if key not in groups:
-            head = _group_header(u, pages.get(page_id))
-            extra += counter.count(head) + 1
+            head, head_cost = heads[key], head_costs[key] + 1
+            extra += head_cost
         if spent + extra > limit:
             continue
         if key not in groups:
             groups[key] = []
-            header_text[key] = head
-        groups[key].append(s)
+            header_text[key] = (head, head_cost)
+        groups[key].append((s, cost))
         spent += extra
     items: list[PacketItem] = []
     for key, members in groups.items():
-        members.sort(key=lambda s: (s.unit.row_index if s.unit.row_index is not None else -1,
-                                    s.unit.unit_id))
+        members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
+                                    else -1, m[0].unit.unit_id))
         page = pages.get(key[0])
-        for n, s in enumerate(members):
+        for n, (s, cost) in enumerate(members):
             text = _line(s.unit)
             if n == 0:
-                text = f"{header_text[key]}\n{text}"
+                text = f"{header_text[key][0]}\n{text}"
+                cost += header_text[key][1]
             if not items:
-                text = f"## Evidence units\n{text}"
+                text = f"{title}\n{text}"
+                cost += counter.count_one(title) + 1
             citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else Citation(
                 doc_id=s.unit.doc_id, source="", page=s.unit.page, section_path=s.unit.context,
                 support_id=s.unit.support_id, table_index=s.unit.table_index)
-            items.append(PacketItem(text=text, citation=citation, tokens=counter.count(text),
-                                    page_id=key[0]))
+            items.append(PacketItem(text=text, citation=citation, tokens=cost, page_id=key[0]))
     return items
 
 
@@ -151,33 +210,37 @@ def _line(u: Unit) -> str:
 def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEvidence],
              selected: list[ScoredUnit], counter: TokenCounter, budget: int, *,
              base_share: float = 0.7, max_expanded: int = 2, item_tokens: int = 1024,
-             use_units: bool = True) -> Packet:
+             block_tokens: int | None = None, use_units: bool = True,
+             tables: dict[TableKey, list[Unit]] | None = None, whole_table_share: float = 0.7,
+             neighbours: int = 1) -> Packet:
     """Build the packet for ``ranked`` pages (best first) within ``budget`` tokens.
 
     ``evidence`` maps page ids to their supports, ``selected`` are the
-    reranked units of the anchor pages (best first). ``use_units=False``
-    gives page items only (no unit block).
+    reranked units of the anchor pages (best first), ``tables`` their tables'
+    rows (see :func:`block_order`). The base share is cut into items of about
+    ``item_tokens``; the lowest-ranked items worth ``block_tokens`` (default:
+    one item) are replaced by the unit block, which also takes what the page
+    excerpts leave unused; ``whole_table_share`` and ``neighbours`` shape its
+    order (:func:`block_order`). ``use_units=False`` gives page items only.
     """
     expanded = [p for p in ranked if p.trace.get("expanded")][:max_expanded]
     base = [p for p in ranked if not p.trace.get("expanded")]
     base_budget = int(budget * base_share) if expanded else budget
     n_items = max(1, round(base_budget / item_tokens))
     per_item = base_budget // n_items
-    base_pages = base[:n_items]
-    block_slot = n_items - 1 if use_units and selected else None
+    n_block = 0
+    if use_units and selected:
+        n_block = min(n_items, max(1, math.ceil((block_tokens or per_item) / per_item - 1e-9)))
 
     support_by_id = {s.support_id: s for ev in evidence.values() for s in ev.supports}
     items: list[PacketItem] = []
-    for i in range(n_items):
-        if i == block_slot:
-            continue
-        if i < len(base_pages):
-            items += page_excerpt(question, evidence[base_pages[i].page_id], counter, per_item)
-    if block_slot is not None:
+    for page in base[: n_items - n_block]:
+        items += page_excerpt(question, evidence[page.page_id], counter, per_item)
+    if n_block:
         pages = {p.page_id: p for p in ranked}
-        used = sum(it.tokens + 1 for it in items)
-        limit = max(per_item, base_budget - used)  # equal cost, plus what items left unused
-        items += unit_block(selected, pages, support_by_id, counter, limit)
+        limit = base_budget - sum(it.tokens + 1 for it in items)  # equal cost, plus what items left
+        order = block_order(selected, tables or {}, counter, limit, whole_table_share, neighbours)
+        items += unit_block(order, pages, support_by_id, counter, limit)
     if expanded:
         share = (budget - base_budget) // len(expanded)
         for p in expanded:

@@ -11,6 +11,7 @@ import math
 import re
 from functools import lru_cache
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,18 +35,14 @@ def _stem(w: str) -> str | None:
 
 
 @lru_cache(maxsize=100_000)
-def _tokens(text: str) -> tuple[str, ...]:
+def tokens(text: str) -> tuple[str, ...]:
+    """Lower-cased content-word tokens with a light suffix strip (plural /
+    -ing / -ed); cached, since the same units are scored again and again."""
     stems = map(_stem, _WORD.findall(text.lower()))
     return tuple(w for w in stems if w)
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased content-word tokens with a light suffix strip (plural /
-    -ing / -ed); cached, since the same units are scored again and again."""
-    return list(_tokens(text))
-
-
-def bm25_scores(query: list[str], docs: list[list[str]], k1: float = 1.5,
+def bm25_scores(query: Sequence[str], docs: Sequence[Sequence[str]], k1: float = 1.5,
                 b: float = 0.75) -> np.ndarray:
     """BM25Okapi scores (k1=1.5, b=0.75 as PILAR App. H.1) of ``docs`` (token
     lists) for ``query``; shape ``(len(docs),)``."""
@@ -87,15 +84,21 @@ class UnitSelector:
     ``embedder`` an :class:`~pilar.retrieval.embeddings.Embedder` and
     ``unit_vectors`` a callable ``ids -> {id: vector}`` (the page index's)."""
 
-    def __init__(self, embedder, unit_vectors, cross_encoder=None, prefilter: int = 100):
+    def __init__(self, embedder, unit_vectors, cross_encoder=None, prefilter: int = 100,
+                 page_weight: float = 0.0):
         self.embedder = embedder
         self.unit_vectors = unit_vectors
         self.cross_encoder = cross_encoder
         self.prefilter = prefilter
+        self.page_weight = page_weight
 
-    def select(self, question: str, units: list[tuple[int, Unit]]) -> list[ScoredUnit]:
+    def select(self, question: str, units: list[tuple[int, Unit]],
+               page_scores: list[float] | None = None) -> list[ScoredUnit]:
         """Rank ``[(page_rank, unit)]`` for ``question``; at most ``prefilter``
-        results, best first."""
+        results, best first. With ``page_scores`` (the anchor pages' retrieval
+        scores, by rank) each unit's score gains ``page_weight`` times its
+        page's score minus the best page's: the ranked list is a reliable
+        pointer to pages (Tessera §3.2)."""
         if not units:
             return []
         q = tokens(question)
@@ -104,7 +107,12 @@ class UnitSelector:
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
         rerank = self._rerank(question, [u for _, u, _ in picked],
                               np.array([lex for _, _, lex in picked]))
-        scored = [ScoredUnit(u, lex, float(r), rank) for (rank, u, lex), r in zip(picked, rerank)]
+        prior = [0.0] * len(picked)
+        if page_scores and self.page_weight:
+            top = max(page_scores)
+            prior = [self.page_weight * (page_scores[rank] - top) for rank, _, _ in picked]
+        scored = [ScoredUnit(u, lex, float(r) + b, rank)
+                  for (rank, u, lex), r, b in zip(picked, rerank, prior)]
         scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
         return scored
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+MEMO_SIZE = 200_000
+"""Texts whose token counts :class:`TokenCounter` remembers."""
+
 
 class TokenCounter:
     """Counts tokens of text with a Hugging Face tokenizer.
@@ -22,6 +25,7 @@ class TokenCounter:
         self.tokenizer = tokenizer
         self.name = name
         self.estimate = estimate
+        self._memo: dict[str, int] = {}
 
     @classmethod
     def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str):
@@ -46,11 +50,23 @@ class TokenCounter:
         return len(self.tokenizer(text, add_special_tokens=False, truncation=False,
                                   verbose=False)["input_ids"])
 
+    def count_one(self, text: str) -> int:
+        """:meth:`count` through the memo of :meth:`count_many` (for short
+        texts seen often: lines, headers)."""
+        return self.count_many([text])[0]
+
     def count_many(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        enc = self.tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)
-        return [len(ids) for ids in enc["input_ids"]]
+        """Token counts of ``texts``, in order. Counts are memoised (up to
+        :data:`MEMO_SIZE` texts), since the same units and lines are packed
+        again and again; the memo is dropped whole when it is full."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            if len(self._memo) + len(missing) > MEMO_SIZE:
+                self._memo.clear()
+            enc = self.tokenizer(missing, add_special_tokens=False, truncation=False,
+                                 verbose=False)
+            self._memo.update(zip(missing, (len(ids) for ids in enc["input_ids"])))
+        return [self._memo[t] for t in texts]
 
     def truncate(self, text: str, limit: int) -> str:
         """The longest prefix of ``text`` (at a token boundary) of at most ``limit`` tokens."""
