@@ -192,7 +192,7 @@ def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):
         "mention": {pa: first["mention"][pa]}, "alias": {pa: first["alias"][pa]},
         "assertion": {pa: [ratan, f"assertion:{ad}:a0 (related_to)", "SUPPORTED_BY",
                            f"support:{sa[0]}", f"page:{pa}"]}}
-    assert graph_store.mention_pages(["person:ratan planet"]) == first["mention"] | {
+    assert graph_store.expansion_pages(["person:ratan planet"])["mention"] == first["mention"] | {
         pb: [ratan, "MENTIONED_IN", f"support:{sb[0]}", f"page:{pb}"]}
     empty = {"mention": {}, "alias": {}, "assertion": {}}
     assert graph_store.expansion_pages(["person:nobody"]) == empty

@@ -50,7 +50,6 @@ class GraphStore(Protocol):
         the pages the graph reaches from ``entity_ids`` (at most ``limit`` per
         entity and kind), in one read; see the backends for the order."""
         ...
-    def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]: ...
 
 
 def add_expansion_rows(out: dict[str, dict[str, list[str]]], eid: str, mention: list,

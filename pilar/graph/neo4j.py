@@ -456,11 +456,6 @@ class Neo4jGraphStore:
             add_expansion_rows(out, ids[i], mention, alias, assertion)
         return out
 
-    def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``
-        (the ``mention`` part of :meth:`expansion_pages`)."""
-        return self.expansion_pages(entity_ids, limit)["mention"]
-
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
         rows = self._read(

@@ -340,11 +340,6 @@ class SqliteGraphStore:
                                [(r[0], r[5], r[6], r[1]) for r in by_kind["assertion"]])
         return out
 
-    def mention_pages(self, entity_ids: list[str], limit: int = 50) -> dict[str, list[str]]:
-        """Pages that mention ``entity_ids`` directly; ``{page_id: [path]}``
-        (the ``mention`` part of :meth:`expansion_pages`)."""
-        return self.expansion_pages(entity_ids, limit)["mention"]
-
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
         rows = self.db.conn.execute(
