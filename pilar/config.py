@@ -70,7 +70,7 @@ class Settings(BaseSettings):
     # packing (PILAR App. G.1; Tessera §3.4-3.5)
     base_share: float = Field(0.7, description="budget share of base pages")
     max_expanded_pages: int = 2
-    prefilter: int = Field(300, description="units kept by the lexical prefilter")
+    prefilter: int = Field(100, description="units kept by the lexical prefilter (Tessera §3.4)")
     item_tokens: int = Field(1024, description="token cap of one page excerpt")
     block_tokens: int = Field(2048, description="tokens of the lowest-ranked items the unit "
                               "block replaces (at least one item)")
