@@ -29,10 +29,17 @@ def _pilar(home: Path | None):
     from pilar import Pilar
     from pilar.errors import PilarError
 
+    from pydantic import ValidationError
+
     try:
         return Pilar(home=home)
     except PilarError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except ValidationError as exc:  # a bad PILAR_* setting in the environment or .env
+        for e in exc.errors():
+            name = "PILAR_" + "_".join(str(x) for x in e["loc"]).upper()
+            err.print(f"[red]error:[/] {name}={escape(repr(e.get('input')))}: {escape(e['msg'])}")
         raise typer.Exit(2) from None
 
 
@@ -86,7 +93,7 @@ def search(question: str,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet."""
     if profile not in (None, "single-shot", "multi-hop"):
-        raise typer.BadParameter("profile must be single-shot or multi-hop")
+        raise typer.BadParameter("must be single-shot or multi-hop", param_hint="--profile")
     p = _pilar(home)
     try:
         result = p.search(question, budget=budget, k=k, profile=profile)
@@ -105,6 +112,8 @@ def search(question: str,
         table.add_row(str(i), f"{pg.score:.3f}", f"{pg.bm25:.3f}", f"{pg.dense:.3f}",
                       str(pg.number), escape(pg.title or pg.source))
     out.print(table)
+    if not result.pages and not p.docs():
+        err.print("the store is empty: add documents with [bold]pilar ingest PATH[/]")
     if explain:
         _explain(result.pages, p.settings)
     pk = result.packet

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pilar.config import Settings
+from pilar.config import PROFILES, Settings
 from pilar.errors import IngestError, PilarError
 from pilar.graph import open_graph
 from pilar.graph.linking import link_across
@@ -34,7 +34,7 @@ from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
-MIN_BUDGET = 16
+MIN_BUDGET = 32
 """Smallest packet budget (tokens) a search accepts."""
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
@@ -239,10 +239,16 @@ class Pilar:
         ``single-shot`` or ``multi-hop`` (default: ``PILAR_PROFILE``).
 
         Raises ``ValueError`` for an empty question, a budget under
-        :data:`MIN_BUDGET` tokens or ``k < 1``."""
+        :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
+        ``TypeError`` when ``budget`` or ``k`` is not an int."""
         budget = self.settings.budget if budget is None else budget
         k = self.settings.top_k if k is None else k
-        if not question or not question.strip():
+        for name, value in (("budget", budget), ("k", k)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+        if profile is not None and profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+        if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
         if budget < MIN_BUDGET:
             raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")

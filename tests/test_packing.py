@@ -175,3 +175,35 @@ def test_expansion_brings_in_a_related_page_with_its_path(narrow: Pilar):
     assert path[0].startswith("entity:") and path[-1] == f"page:{page.page_id}"
     assert page.score == pytest.approx(page.trace["base"] + page.trace.get("alias", 0)
                                        + page.trace.get("graph", 0))
+
+
+@pytest.fixture(scope="module")
+def oversized(tmp_path_factory) -> Pilar:
+    """A page with a 6,000-character word and a 3,000-word paragraph."""
+    folder = tmp_path_factory.mktemp("oversized")
+    html = folder / "oversized.html"
+    html.write_text("<h1>Oversized</h1><p>" + "x" * 6000 + "</p><p>" + "word " * 3000 + "</p>",
+                    encoding="utf-8")
+    p = Pilar(home=folder / "home")
+    [result] = p.ingest(html)
+    assert result.status == "ingested"
+    return p
+
+
+def test_a_long_unbroken_word_is_counted_at_its_length(oversized: Pilar):
+    counter = oversized.tokens
+    assert counter.count("x" * 100) == 50  # WordPiece: "x" then "##xx" pieces
+    assert counter.count("x" * 6000) == 3000  # not one unknown token
+    assert counter.count_many(["x" * 6000])[0] == 3000
+    cut = counter.truncate("x" * 6000, 40)
+    assert "x" * 6000 != cut and ("x" * 6000).startswith(cut) and counter.count(cut) <= 40
+    packet = oversized.search("xxxxxxxxxxxxxxxx", budget=100).packet
+    assert packet.tokens <= 100 and counter.count(packet.text) == packet.tokens
+    assert len(packet.text) < 400
+
+
+@pytest.mark.parametrize("budget", [32, 50, 200, 512])
+def test_units_too_big_for_a_small_block_are_truncated_not_dropped(oversized: Pilar, budget):
+    packet = oversized.search("word word", budget=budget).packet
+    assert packet.items and "word word" in packet.text
+    assert oversized.tokens.count(packet.text) == packet.tokens <= budget

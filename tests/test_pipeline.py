@@ -193,14 +193,30 @@ def test_bad_files_get_one_clear_reason_and_the_batch_goes_on(tmp_path: Path, ho
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"question": "  "}, "question is empty"),
-    ({"question": "kanpur", "budget": 0}, "budget must be at least 16"),
-    ({"question": "kanpur", "budget": -5}, "budget must be at least 16"),
+    ({"question": "kanpur", "budget": 0}, "budget must be at least 32"),
+    ({"question": "kanpur", "budget": -5}, "budget must be at least 32"),
     ({"question": "kanpur", "k": 0}, "k must be at least 1"),
     ({"question": "kanpur", "k": -1}, "k must be at least 1"),
+    ({"question": "kanpur", "profile": "bogus"}, "profile must be one of single-shot, multi-hop"),
 ])
 def test_search_rejects_bad_arguments(embedded: Pilar, kwargs, message):
     with pytest.raises(ValueError, match=message):
         embedded.search(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"budget": "300"}, {"budget": 100.7}, {"budget": True},
+                                    {"k": 2.5}])
+def test_search_wants_integer_budget_and_k(embedded: Pilar, kwargs):
+    name = next(iter(kwargs))
+    with pytest.raises(TypeError, match=f"{name} must be an integer, got {kwargs[name]!r}"):
+        embedded.search("kanpur", **kwargs)
+
+
+def test_bm25_part_is_zero_when_no_page_matches(embedded: Pilar):
+    pages = embedded.search("zzzqqq xyzzy").pages
+    assert pages and all(p.bm25 == 0.0 and p.trace["bm25_raw"] == 0.0 for p in pages)
+    assert all(p.trace["base"] == pytest.approx(0.6 * p.dense, abs=1e-5) for p in pages
+               if not p.trace["expanded"])
 
 
 def test_parser_warnings_reach_the_ingest_result(tmp_path: Path, hostile: Path):
@@ -223,3 +239,19 @@ def test_blank_pages_get_no_vectors_and_are_never_dense_hits(tmp_path: Path, hos
     assert result.status == "ingested" and result.n_pages == 20 and result.n_units == 0
     assert p.index.db.conn.execute("SELECT count(*) FROM page_vectors").fetchone()[0] == 0
     assert p.index.dense(p.embedder.query("many blank pages"), n=5) == {}
+
+
+def test_cli_reports_bad_settings_and_an_empty_store(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pilar.cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["search", "kanpur", "--home", str(tmp_path)],
+                        env={"PILAR_PROFILE": "bogus", "PILAR_BUDGET": "abc"})
+    assert bad.exit_code == 2
+    assert "PILAR_PROFILE='bogus'" in bad.output and "PILAR_BUDGET='abc'" in bad.output
+    assert "Traceback" not in bad.output
+    empty = runner.invoke(app, ["search", "kanpur", "--home", str(tmp_path)])
+    assert empty.exit_code == 0, empty.output
+    assert "the store is empty" in empty.output and "packet: 0/4500" in empty.output

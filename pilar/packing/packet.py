@@ -18,7 +18,7 @@ their group. The final text never exceeds the budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pilar.model import Citation, Packet, PacketItem, RankedPage, Support, Unit
 from pilar.packing.selection import ScoredUnit, bm25_scores, tokens
@@ -173,6 +173,16 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
             header_text[key] = (head, head_cost)
         groups[key].append((s, cost))
         spent += extra
+    if not groups and selected:  # nothing fits whole: the best unit, truncated
+        s, key = selected[0], keys[0]
+        head, head_cost = heads[key], head_costs[key] + 1
+        room = limit - spent - head_cost - 1
+        if room > 16:
+            line = counter.truncate(_line(s.unit), room)
+            cut = ScoredUnit(replace(s.unit, text=line, cells=()), s.lexical, s.score,
+                             s.page_rank)
+            groups[key] = [(cut, counter.count(line))]
+            header_text[key] = (head, head_cost)
     items: list[PacketItem] = []
     for key, members in groups.items():
         members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
@@ -240,7 +250,11 @@ def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEv
         pages = {p.page_id: p for p in ranked}
         limit = base_budget - sum(it.tokens + 1 for it in items)  # equal cost, plus what items left
         order = block_order(selected, tables or {}, counter, limit, whole_table_share, neighbours)
-        items += unit_block(order, pages, support_by_id, counter, limit)
+        block = unit_block(order, pages, support_by_id, counter, limit)
+        if not block and base:  # units too big for the block: the next page's excerpt
+            page = base[min(n_items - n_block, len(base) - 1)]
+            block = page_excerpt(question, evidence[page.page_id], counter, limit)
+        items += block
     if expanded:
         share = (budget - base_budget) // len(expanded)
         for p in expanded:

@@ -7,11 +7,16 @@ the embedder's tokenizer stands in and counts are marked as an estimate.
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 from pathlib import Path
 
 MEMO_SIZE = 200_000
 """Texts whose token counts :class:`TokenCounter` remembers."""
+LONG_WORD = 100
+"""Characters after which an unbroken run is split for counting (:func:`breakable`)."""
+_LONG_RUN = re.compile(r"\S{%d,}" % (LONG_WORD + 1))
 
 
 class TokenCounter:
@@ -44,11 +49,11 @@ class TokenCounter:
         return cls(fallback_tokenizer, fallback_name, estimate=True)
 
     def count(self, text: str) -> int:
-        """Number of tokens in ``text`` (no special tokens)."""
+        """Number of tokens in ``text`` (no special tokens); see :func:`breakable`."""
         if not text:
             return 0
-        return len(self.tokenizer(text, add_special_tokens=False, truncation=False,
-                                  verbose=False)["input_ids"])
+        return len(self.tokenizer(breakable(text)[0], add_special_tokens=False,
+                                  truncation=False, verbose=False)["input_ids"])
 
     def count_one(self, text: str) -> int:
         """:meth:`count` through the memo of :meth:`count_many` (for short
@@ -63,8 +68,8 @@ class TokenCounter:
         if missing:
             if len(self._memo) + len(missing) > MEMO_SIZE:
                 self._memo.clear()
-            enc = self.tokenizer(missing, add_special_tokens=False, truncation=False,
-                                 verbose=False)
+            enc = self.tokenizer([breakable(t)[0] for t in missing], add_special_tokens=False,
+                                 truncation=False, verbose=False)
             self._memo.update(zip(missing, (len(ids) for ids in enc["input_ids"])))
         return [self._memo[t] for t in texts]
 
@@ -72,9 +77,42 @@ class TokenCounter:
         """The longest prefix of ``text`` (at a token boundary) of at most ``limit`` tokens."""
         if limit <= 0:
             return ""
-        enc = self.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False,
+        spaced, inserted = breakable(text)
+        enc = self.tokenizer(spaced, add_special_tokens=False, truncation=False, verbose=False,
                              return_offsets_mapping=True)
         offsets = enc["offset_mapping"]
         if len(offsets) <= limit:
             return text
-        return text[: offsets[limit - 1][1]]
+        end = offsets[limit - 1][1]
+        return text[: end - bisect.bisect_left(inserted, end)]
+
+
+def breakable(text: str) -> tuple[str, list[int]]:
+    """``text`` with a space after every :data:`LONG_WORD` characters of a
+    longer unbroken run, and the positions of the inserted spaces.
+
+    WordPiece tokenizers (such as the embedder's, the offline stand-in for
+    the reader's) turn any word over 100 characters into one unknown token,
+    so a 5,000-character run would cost 1 token; a reader's tokenizer spends
+    hundreds on it. Counting the broken-up text keeps budgets honest."""
+    if not _LONG_RUN.search(text):
+        return text, []
+    parts: list[str] = []
+    inserted: list[int] = []
+    size = 0
+    last = 0
+    for m in _LONG_RUN.finditer(text):
+        parts.append(text[last:m.start()])
+        size += m.start() - last
+        run = m.group()
+        for i in range(0, len(run), LONG_WORD):
+            if i:
+                inserted.append(size)
+                parts.append(" ")
+                size += 1
+            piece = run[i:i + LONG_WORD]
+            parts.append(piece)
+            size += len(piece)
+        last = m.end()
+    parts.append(text[last:])
+    return "".join(parts), inserted

@@ -16,12 +16,13 @@ from pilar.retrieval.embeddings import Embedder
 
 
 def min_max(scores: dict[str, float]) -> dict[str, float]:
-    """Scale values to [0, 1] over the given set (all 1.0 if they are equal)."""
+    """Scale values to [0, 1] over the given set; if they are all equal, 1.0
+    when they are positive and 0.0 when none is (no page matched)."""
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
     if hi - lo < 1e-12:
-        return {k: 1.0 for k in scores}
+        return {k: 1.0 if hi > 0 else 0.0 for k in scores}
     return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
 
 
