@@ -92,8 +92,10 @@ def search(question: str,
                help="single-shot (default) or multi-hop")] = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet."""
-    if profile not in (None, "single-shot", "multi-hop"):
-        raise typer.BadParameter("must be single-shot or multi-hop", param_hint="--profile")
+    from pilar.config import PROFILES
+
+    if profile is not None and profile not in PROFILES:
+        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
     p = _pilar(home)
     try:
         result = p.search(question, budget=budget, k=k, profile=profile)

@@ -25,7 +25,7 @@ from pilar.graph.linking import link_across
 from pilar.ingest import parse, read_source
 from pilar.model import (Document, IngestResult, Packet, ParsedDocument, RankedPage,
                          SearchResult, Support, Unit)
-from pilar.packing.packet import PageEvidence, assemble, table_key
+from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval import open_index
@@ -103,7 +103,11 @@ class Pilar:
         return HybridRetriever(self.graph, self.index, self.embedder, self.settings)
 
     def retriever(self, profile: str | None = None) -> GraphRetriever:
-        """The graph-linking retriever for ``profile`` (default: settings')."""
+        """The graph-linking retriever for ``profile`` (default: settings').
+
+        Raises ``ValueError`` for a profile not in :data:`pilar.config.PROFILES`."""
+        if profile is not None and profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         settings = self.settings
         if profile and profile != settings.profile:
             settings = settings.model_copy(update={"profile": profile})
@@ -246,8 +250,6 @@ class Pilar:
         for name, value in (("budget", budget), ("k", k)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an integer, got {value!r}")
-        if profile is not None and profile not in PROFILES:
-            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
         if budget < MIN_BUDGET:
@@ -267,9 +269,7 @@ class Pilar:
         if use_units:
             anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
             selected = self.selector.select(question, anchors, [p.score for p in pages])
-            for _, u in anchors:
-                if (key := table_key(u)) is not None:
-                    tables.setdefault(key, []).append(u)
+            tables = tables_of(u for _, u in anchors)
         s = self.settings
         return assemble(question, pages, evidence, selected, self.tokens, budget,
                         base_share=s.base_share, max_expanded=s.max_expanded_pages,

@@ -11,7 +11,7 @@ import pytest
 from pilar import Pilar
 from pilar.config import Settings
 from pilar.model import Unit
-from pilar.packing.packet import block_order, table_key
+from pilar.packing.packet import block_order, tables_of
 from pilar.packing.selection import ScoredUnit, UnitSelector
 from tests.conftest import FIXTURES
 
@@ -80,10 +80,7 @@ def page_units(store: Pilar, stem: str) -> list[Unit]:
 
 def test_block_order_offers_a_small_table_whole_else_the_rows_neighbours(store: Pilar):
     units = page_units(store, "204-98")  # Luís Filipe Jesus: one results table
-    tables: dict = {}
-    for u in units:
-        if table_key(u):
-            tables.setdefault(table_key(u), []).append(u)
+    tables = tables_of(units)
     rows = next(rows for rows in tables.values() if any("Paris Marathon" in u.text for u in rows))
     i = next(i for i, u in enumerate(rows) if "Paris Marathon" in u.text)
     chosen = [ScoredUnit(rows[i], lexical=3.0, score=0.9, page_rank=0)]

@@ -18,6 +18,7 @@ their group. The final text never exceeds the budget.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from pilar.model import Citation, Packet, PacketItem, RankedPage, Support, Unit
@@ -98,7 +99,17 @@ TableKey = tuple[str, int, int]
 
 
 def table_key(u: Unit) -> TableKey | None:
+    """The table a row unit belongs to; None for other units."""
     return (u.doc_id, u.page, u.table_index) if u.kind == "row" and u.table_index is not None else None
+
+
+def tables_of(units: Iterable[Unit]) -> dict[TableKey, list[Unit]]:
+    """The row units of ``units`` (document order) grouped by their table."""
+    tables: dict[TableKey, list[Unit]] = {}
+    for u in units:
+        if (key := table_key(u)) is not None:
+            tables.setdefault(key, []).append(u)
+    return tables
 
 
 def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
@@ -121,7 +132,7 @@ def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
             seen.add(s.unit.unit_id)
             out.append(s)
 
-    top_table = next((table_key(s.unit) for s in selected if table_key(s.unit)), None)
+    top_table = next(filter(None, (table_key(s.unit) for s in selected)), None)
     if top_table and tables.get(top_table):
         rows = tables[top_table]
         cost = sum(counter.count_many([_line(u) for u in rows])) + len(rows)
@@ -152,7 +163,8 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
     groups: dict[tuple, list[tuple[ScoredUnit, int]]] = {}
     header_text: dict[tuple, tuple[str, int]] = {}
     title = "## Evidence units"
-    spent = counter.count_one(title) + 1
+    title_cost = counter.count_one(title) + 1
+    spent = title_cost
     line_cost = counter.count_many([_line(s.unit) for s in selected])
     keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context,
              s.unit.headers if s.unit.kind == "row" else ()) for s in selected]
@@ -195,7 +207,7 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
                 cost += header_text[key][1]
             if not items:
                 text = f"{title}\n{text}"
-                cost += counter.count_one(title) + 1
+                cost += title_cost
             citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else Citation(
                 doc_id=s.unit.doc_id, source="", page=s.unit.page, section_path=s.unit.context,
                 support_id=s.unit.support_id, table_index=s.unit.table_index)

@@ -50,10 +50,7 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text`` (no special tokens); see :func:`breakable`."""
-        if not text:
-            return 0
-        return len(self.tokenizer(breakable(text)[0], add_special_tokens=False,
-                                  truncation=False, verbose=False)["input_ids"])
+        return self._lengths([text])[0] if text else 0
 
     def count_one(self, text: str) -> int:
         """:meth:`count` through the memo of :meth:`count_many` (for short
@@ -68,10 +65,13 @@ class TokenCounter:
         if missing:
             if len(self._memo) + len(missing) > MEMO_SIZE:
                 self._memo.clear()
-            enc = self.tokenizer([breakable(t)[0] for t in missing], add_special_tokens=False,
-                                 truncation=False, verbose=False)
-            self._memo.update(zip(missing, (len(ids) for ids in enc["input_ids"])))
+            self._memo.update(zip(missing, self._lengths(missing)))
         return [self._memo[t] for t in texts]
+
+    def _lengths(self, texts: list[str]) -> list[int]:
+        enc = self.tokenizer([breakable(t)[0] for t in texts], add_special_tokens=False,
+                             truncation=False, verbose=False)
+        return [len(ids) for ids in enc["input_ids"]]
 
     def truncate(self, text: str, limit: int) -> str:
         """The longest prefix of ``text`` (at a token boundary) of at most ``limit`` tokens."""
