@@ -6,13 +6,15 @@ Every command has the same reach as the Python API (:class:`pilar.Pilar`).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
 from pilar.model import to_jsonable
@@ -45,6 +47,8 @@ def _pilar(home: Path | None):
 
 @app.command()
 def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or globs")],
+           workers: Annotated[Optional[int], typer.Option(
+               "--workers", min=0, help="parse processes (default: the CPU cores; 0 = none)")] = None,
            home: HomeOpt = None) -> None:
     """Ingest PDF and HTML files into the store; exit code 1 if any file failed."""
     from pilar.pipeline import expand_paths
@@ -55,28 +59,33 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
         err.print("[red]nothing to ingest:[/] no files matched " + escape(" ".join(paths)))
         raise typer.Exit(1)
     counts = {"ingested": 0, "replaced": 0, "unchanged": 0, "failed": 0}
-    pages = units = assertions = entities = 0
+    totals = {"pages": 0, "units": 0, "assertions": 0, "entities": 0}
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.description}"), console=err,
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+                  TimeRemainingColumn(), TextColumn("{task.description}"), console=err,
                   transient=False) as bar:
-        task = bar.add_task("", total=len(files))
-        for path in files:
-            bar.update(task, description=escape(path.name))
-            r = p.ingest_file(path)
+        task = bar.add_task("", total=len(files), rate="")
+        t0 = time.perf_counter()
+
+        def done(r) -> None:
             counts[r.status] += 1
-            pages += r.n_pages if r.status in ("ingested", "replaced") else 0
-            units += r.n_units
-            assertions += r.n_assertions
-            entities += r.n_entities
+            totals["pages"] += r.n_pages if r.status in ("ingested", "replaced") else 0
+            totals["units"] += r.n_units
+            totals["assertions"] += r.n_assertions
+            totals["entities"] += r.n_entities
             if r.status == "failed":
-                bar.console.print(f"[red]failed[/] {escape(str(path))}: {escape(r.reason or '')}")
+                bar.console.print(f"[red]failed[/] {escape(r.path)}: {escape(r.reason or '')}")
             for note in r.warnings:
-                bar.console.print(f"[yellow]warning[/] {escape(str(path))}: {escape(note)}")
-            bar.advance(task)
+                bar.console.print(f"[yellow]warning[/] {escape(r.path)}: {escape(note)}")
+            rate = totals["pages"] / max(time.perf_counter() - t0, 1e-9)
+            bar.update(task, advance=1, description=escape(Path(r.path).name),
+                       rate=f"{rate:.2f} pages/s")
+
+        p.ingest(files, progress=done, workers=workers)
     err.print(f"{counts['ingested']} ingested, {counts['replaced']} replaced, "
               f"{counts['unchanged']} unchanged, {counts['failed']} failed "
-              f"({pages} pages, {units} units, {assertions} assertions, "
-              f"{entities} entity records)")
+              f"({totals['pages']} pages, {totals['units']} units, {totals['assertions']} "
+              f"assertions, {totals['entities']} entity records)")
     if counts["failed"]:
         raise typer.Exit(1)
 

@@ -45,6 +45,14 @@ class Settings(BaseSettings):
     index: Literal["sqlite", "elasticsearch"] = "sqlite"
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 32
+    embedding_device: str = Field(
+        "cpu", description="torch device of the embedder (cpu, cuda, cuda:1, mps)")
+    embedding_int8: bool = Field(
+        True, description="int8 linear layers on the CPU (dynamic quantisation at load)")
+    embedding_cache: bool = Field(
+        True, description="reuse vectors of texts embedded before (home/vector-cache.sqlite)")
+    workers: int | None = Field(
+        None, description="ingest parse processes (default: the CPU cores; 0 = in process)")
     reranker_model: str | None = None
     reader_model: str | None = None
     budget: int = Field(4500, description="packet token budget (reader tokens)")

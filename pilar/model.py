@@ -269,7 +269,9 @@ IngestStatus = Literal["ingested", "replaced", "unchanged", "failed"]
 class IngestResult:
     """Outcome of ingesting one file. ``reason`` is set when ``failed``;
     ``n_assertions``/``n_entities`` count what the document holds (its
-    entities may be shared with documents stored earlier)."""
+    entities may be shared with documents stored earlier). ``stages``:
+    seconds spent per ingest stage (``read``, ``parse``, ``graph``,
+    ``embed``, ``write``; ``embed`` is this document's share of a batch)."""
 
     path: str
     status: IngestStatus
@@ -282,6 +284,7 @@ class IngestResult:
     n_assertions: int = 0
     n_entities: int = 0
     warnings: list[str] = field(default_factory=list)
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

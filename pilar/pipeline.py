@@ -19,25 +19,26 @@ from pathlib import Path
 import numpy as np
 
 from pilar.config import PROFILES, Settings
-from pilar.errors import IngestError, PilarError
+from pilar.errors import IngestError
 from pilar.graph import open_graph
 from pilar.graph.linking import link_across
-from pilar.ingest import parse, read_source
+from pilar.ingest import new_document, read_source
+from pilar.ingest.parallel import default_workers, failure_reason, parse_many
 from pilar.model import (Document, IngestResult, Packet, ParsedDocument, RankedPage,
                          SearchResult, Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval import open_index
-from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.embeddings import Embedder, VectorCache, page_vectors
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
 MIN_BUDGET = 32
 """Smallest packet budget (tokens) a search accepts."""
-MAX_UNIT_VECTORS = 5000
-"""Units embedded per document at ingest (the rest are embedded when selected)."""
+EMBED_BATCH_UNITS = 1024
+"""Units of parsed documents gathered before one embedding call at ingest."""
 PAGE_CACHE = 1024
 """Pages whose supports and units a :class:`Pilar` keeps in memory for packing."""
 
@@ -90,7 +91,11 @@ class Pilar:
             db = SqliteDatabase(settings.db_path)
         self.graph = open_graph(settings, db)
         self.index = open_index(settings, db)
-        self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
+        self.embedder = Embedder(
+            settings.embedding_model, settings.embedding_batch_size,
+            device=settings.embedding_device, int8=settings.embedding_int8,
+            cache=VectorCache(settings.home / "vector-cache.sqlite")
+            if settings.embedding_cache else None)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
 
     @cached_property
@@ -127,100 +132,129 @@ class Pilar:
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
-               progress: Progress | None = None) -> list[IngestResult]:
-        """Ingest files, folders or globs; one :class:`IngestResult` per file.
+               progress: Progress | None = None, workers: int | None = None
+               ) -> list[IngestResult]:
+        """Ingest files, folders or globs; one :class:`IngestResult` per file,
+        in input order (``progress`` is called with each as it is stored).
 
-        A file that fails gets ``status="failed"`` and a one-line ``reason``;
-        the rest go on. Unchanged bytes are a no-op (``"unchanged"``); new
-        bytes at a known path replace the old document (``"replaced"``).
-        Each document is written in one transaction.
+        Files are parsed in ``workers`` processes (default
+        ``settings.workers``, else the CPU cores; 0 = in this process) while
+        this process, the one writer, embeds several documents' texts at a
+        time and stores each document in one transaction. A file that fails
+        gets ``status="failed"`` and a one-line ``reason``; the rest go on.
+        Unchanged bytes are a no-op (``"unchanged"``); new bytes at a known
+        path replace the old document (``"replaced"``).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        results = []
-        for path in expand_paths(paths):
-            result = self.ingest_file(path)
-            results.append(result)
-            if progress:
-                progress(result)
-        return results
+        return self._ingest_files(expand_paths(paths), progress, workers)
 
     def ingest_file(self, path: Path) -> IngestResult:
-        """Ingest one file; never raises for bad input (see :meth:`ingest`)."""
-        t0 = time.perf_counter()
-        uri = str(Path(path).resolve())
-        shown = str(path)
-        try:
-            data = read_source(Path(path), self.settings)
-            from pilar.ingest import new_document
+        """Ingest one file in this process; never raises for bad input (see :meth:`ingest`)."""
+        return self._ingest_files([Path(path)], None, 0)[0]
 
-            probe = new_document(data, uri, "")
-            existing = self.graph.find_by_sha256(probe.sha256)
-            if existing is not None:
-                return IngestResult(shown, "unchanged", existing.doc_id, existing.n_pages,
-                                    seconds=time.perf_counter() - t0)
-            parsed = parse(data, uri=uri, settings=self.settings)
-            replaced = self._store(parsed)
-        except IngestError as exc:
-            return IngestResult(shown, "failed", reason=exc.reason,
-                                seconds=time.perf_counter() - t0)
-        except PilarError as exc:
-            return IngestResult(shown, "failed", reason=str(exc), seconds=time.perf_counter() - t0)
-        except (MemoryError, RecursionError) as exc:
-            return IngestResult(shown, "failed", reason=f"too large or deep to parse "
-                                f"({type(exc).__name__})", seconds=time.perf_counter() - t0)
-        except sqlite3.Error as exc:
-            return IngestResult(shown, "failed", reason=f"store write failed: {exc}",
-                                seconds=time.perf_counter() - t0)
-        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-            first = str(exc).splitlines()[0] if str(exc) else ""
-            return IngestResult(shown, "failed",
-                                reason=f"unexpected {type(exc).__name__}: {first}".strip(": "),
-                                seconds=time.perf_counter() - t0)
-        return IngestResult(shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
-                            len(parsed.pages), len(parsed.supports), len(parsed.units),
-                            n_assertions=len(parsed.assertions),
-                            n_entities=len(parsed.entities), warnings=list(parsed.warnings),
-                            seconds=time.perf_counter() - t0)
+    def _ingest_files(self, files: list[Path], progress: Progress | None,
+                      workers: int | None) -> list[IngestResult]:
+        if workers is None:
+            workers = self.settings.workers if self.settings.workers is not None \
+                else default_workers()
+        started: dict[int, tuple[float, float]] = {}  # file -> (start, read seconds)
+        settled: dict[int, IngestResult] = {}  # files that need no parse
 
-    def _embed(self, parsed: ParsedDocument) -> tuple[list[np.ndarray], list[list[str | None]]]:
-        """Dense vectors per page: one per evidence unit (completed text, at
-        most 128 tokens; at most ``MAX_UNIT_VECTORS`` per document), or text
-        windows of the page when it has no embedded units. Returns the
-        vectors and the unit id behind each row, page by page."""
-        units = parsed.units[:MAX_UNIT_VECTORS]
-        unit_vecs = self.embedder.encode([u.completed_text for u in units], max_tokens=128)
-        by_page: dict[int, list[int]] = {}
-        for i, u in enumerate(units):
-            by_page.setdefault(u.page, []).append(i)
-        # pages without embedded units: their text windows, in one batch;
-        # pages without text get no vector (they are never dense hits)
-        windows = {page.number: self.embedder.chunk(page.text, parsed.document.title)
-                   for page in parsed.pages
-                   if page.number not in by_page and page.text.strip()}
-        flat = [w for ws in windows.values() for w in ws]
-        window_vecs = self.embedder.encode(flat) if flat else None
-        offset = 0
-        vectors, ids = [], []
-        for page in parsed.pages:
-            rows = by_page.get(page.number)
-            if rows:
-                vectors.append(unit_vecs[rows])
-                ids.append([units[i].unit_id for i in rows])
-            elif page.number in windows:
-                n = len(windows[page.number])
-                vectors.append(window_vecs[offset:offset + n])
-                ids.append([None] * n)
-                offset += n
+        def jobs():
+            for i, path in enumerate(files):
+                t0 = time.perf_counter()
+                try:
+                    data = read_source(path, self.settings)
+                except IngestError as exc:
+                    settled[i] = IngestResult(str(path), "failed", reason=exc.reason,
+                                              seconds=time.perf_counter() - t0)
+                    yield i, None, ""
+                    continue
+                existing = self.graph.find_by_sha256(new_document(data, "", "").sha256)
+                if existing is not None:
+                    settled[i] = IngestResult(str(path), "unchanged", existing.doc_id,
+                                              existing.n_pages, seconds=time.perf_counter() - t0)
+                    yield i, None, ""
+                    continue
+                started[i] = (t0, time.perf_counter() - t0)
+                yield i, data, str(path.resolve())
+
+        results: list[IngestResult] = []
+
+        def emit(done: list[IngestResult]) -> None:
+            for r in done:
+                results.append(r)
+                if progress:
+                    progress(r)
+
+        batch: list[tuple[int, ParsedDocument, dict[str, float]]] = []
+        for item in parse_many(jobs(), self.settings, workers if len(files) > 1 else 0):
+            if item.document is not None:
+                batch.append((item.tag, item.document, item.stages))
+                if sum(len(d.units) for _, d, _ in batch) >= EMBED_BATCH_UNITS:
+                    emit(self._store_batch(batch, files, started))
+                    batch = []
+                continue
+            emit(self._store_batch(batch, files, started))  # keeps input order
+            batch = []
+            if item.tag in settled:
+                emit([settled.pop(item.tag)])
             else:
-                vectors.append(np.zeros((0, self.embedder.dim), dtype=np.float32))
-                ids.append([])
-        return vectors, ids
+                t0, read = started.pop(item.tag)
+                emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
+                                   seconds=time.perf_counter() - t0,
+                                   stages={"read": read, **item.stages})])
+        emit(self._store_batch(batch, files, started))
+        return results
 
-    def _store(self, parsed: ParsedDocument) -> bool:
-        """Write one parsed document to graph and index atomically; returns
-        True when it replaced an older version at the same uri."""
-        vectors, unit_ids = self._embed(parsed)
+    def _store_batch(self, batch: list[tuple[int, ParsedDocument, dict[str, float]]],
+                     files: list[Path], started: dict[int, tuple[float, float]]
+                     ) -> list[IngestResult]:
+        """Embed the documents of ``batch`` together, then store each in its
+        own transaction; one result per document."""
+        if not batch:
+            return []
+        docs = [d for _, d, _ in batch]
+        t = time.perf_counter()
+        try:
+            vectors = page_vectors(self.embedder, docs)
+            error = None
+        except Exception as exc:  # noqa: BLE001 - reported per document below
+            vectors, error = [None] * len(docs), failure_reason(exc)
+        embed = time.perf_counter() - t
+        weight = [len(d.units) + len(d.pages) for d in docs]
+        out = []
+        for (i, parsed, stages), vecs, w in zip(batch, vectors, weight):
+            t0, read = started.pop(i)
+            stages = {"read": read, **stages, "embed": embed * w / sum(weight)}
+            shown = str(files[i])
+            if error is not None:
+                out.append(IngestResult(shown, "failed", reason=error, stages=stages,
+                                        seconds=time.perf_counter() - t0))
+                continue
+            t = time.perf_counter()
+            try:
+                replaced = self._store(parsed, *vecs)
+            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+                reason = f"store write failed: {exc}" if isinstance(exc, sqlite3.Error) \
+                    else failure_reason(exc)
+                out.append(IngestResult(shown, "failed", reason=reason, stages=stages,
+                                        seconds=time.perf_counter() - t0))
+                continue
+            stages["write"] = time.perf_counter() - t
+            out.append(IngestResult(
+                shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
+                len(parsed.pages), len(parsed.supports), len(parsed.units),
+                n_assertions=len(parsed.assertions), n_entities=len(parsed.entities),
+                warnings=list(parsed.warnings), stages=stages,
+                seconds=time.perf_counter() - t0))
+        return out
+
+    def _store(self, parsed: ParsedDocument, vectors: list[np.ndarray],
+               unit_ids: list[list[str | None]]) -> bool:
+        """Write one parsed document and its page vectors to graph and index
+        atomically; returns True when it replaced an older version at the same uri."""
         self._pages.clear()
         old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
         parsed.same_as = link_across(parsed, self.graph, self.settings)

