@@ -69,8 +69,9 @@ def normalise_answer(text: str) -> str:
 
 def _qa_normalise(text: str) -> str:
     """PILAR App. C.1 QA normalisation for EM: lowercase, every punctuation
-    character removed, whitespace collapsed."""
-    text = "".join(" " if _is_punct(c) else c for c in text.lower())
+    character deleted (as SQuAD's EM does: "1,000" == "1000"), whitespace
+    collapsed."""
+    text = "".join(c for c in text.lower() if not _is_punct(c))
     return _SPACE.sub(" ", text).strip()
 
 
