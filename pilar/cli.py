@@ -53,8 +53,12 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
                help="collection the documents belong to")] = "default",
            workers: Annotated[Optional[int], typer.Option(
                "--workers", min=0, help="parse processes (default: the CPU cores; 0 = none)")] = None,
+           ray: Annotated[Optional[str], typer.Option(
+               "--ray", help="run parse and embed on a Ray cluster: ADDRESS or auto "
+               "(extra pilar[ray])")] = None,
            home: HomeOpt = None) -> None:
     """Ingest PDF and HTML files into the store; exit code 1 if any file failed."""
+    from pilar.errors import PilarError
     from pilar.pipeline import expand_paths
 
     p = _pilar(home)
@@ -86,7 +90,11 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
             bar.update(task, advance=1, description=escape(Path(r.path).name),
                        rate=f"{rate:.2f} pages/s")
 
-        p.ingest(files, progress=done, collection=collection, workers=workers)
+        try:
+            p.ingest(files, progress=done, collection=collection, workers=workers, ray=ray)
+        except PilarError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
     err.print(f"{counts['ingested']} ingested, {counts['replaced']} replaced, "
               f"{counts['unchanged']} unchanged, {counts['failed']} failed "
               f"({totals['pages']} pages, {totals['units']} units, {totals['assertions']} "

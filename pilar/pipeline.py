@@ -144,8 +144,8 @@ class Pilar:
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
                progress: Progress | None = None,
-               collection: str = DEFAULT_COLLECTION, workers: int | None = None
-               ) -> list[IngestResult]:
+               collection: str = DEFAULT_COLLECTION, workers: int | None = None,
+               ray: str | None = None) -> list[IngestResult]:
         """Ingest files, folders or globs into ``collection``; one
         :class:`IngestResult` per file, in input order (``progress`` is
         called with each as it is stored).
@@ -159,12 +159,16 @@ class Pilar:
         on. Unchanged bytes are a no-op (``"unchanged"``, in whatever
         collection they are); new bytes at a known path replace the old
         document (``"replaced"``). Documents a crash left unfinished are
-        removed first (:meth:`recover`).
+        removed first (:meth:`recover`). With ``ray`` (a Ray cluster address
+        or ``auto``; extra ``pilar[ray]``) parse and embed run as Ray tasks
+        (:func:`pilar.scale_out.ray_parse_many`) and this process only stores.
+        Raises :class:`~pilar.errors.ConfigError` when the Ray cluster cannot
+        be reached.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self.recover()
-        return self._ingest_files(expand_paths(paths), collection, progress, workers)
+        return self._ingest_files(expand_paths(paths), collection, progress, workers, ray)
 
     def recover(self) -> list[str]:
         """Remove the documents a crashed write left ``pending`` or
@@ -182,7 +186,7 @@ class Pilar:
         return self._ingest_files([Path(path)], collection, None, 0)[0]
 
     def _ingest_files(self, files: list[Path], collection: str, progress: Progress | None,
-                      workers: int | None) -> list[IngestResult]:
+                      workers: int | None, ray: str | None = None) -> list[IngestResult]:
         if workers is None:
             workers = self.settings.workers if self.settings.workers is not None \
                 else default_workers()
@@ -219,8 +223,19 @@ class Pilar:
                 if progress:
                     progress(r)
 
+        if ray:
+            from pilar.scale_out import ray_parse_many
+
+            parsed = ray_parse_many(jobs(), self.settings, ray)
+        else:
+            parsed = parse_many(jobs(), self.settings, workers)
         batch: list[tuple[int, ParsedDocument, dict[str, float]]] = []
-        for item in parse_many(jobs(), self.settings, workers if len(files) > 1 else 0):
+        for item in parsed:
+            if item.vectors is not None:  # embedded with the parse (Ray)
+                item.document.document.collection = collection
+                emit(self._store_batch([(item.tag, item.document, item.stages)], files,
+                                       started, [item.vectors]))
+                continue
             if item.document is not None:
                 item.document.document.collection = collection
                 batch.append((item.tag, item.document, item.stages))
@@ -241,24 +256,27 @@ class Pilar:
         return results
 
     def _store_batch(self, batch: list[tuple[int, ParsedDocument, dict[str, float]]],
-                     files: list[Path], started: dict[int, tuple[float, float]]
-                     ) -> list[IngestResult]:
-        """Embed the documents of ``batch`` together, then store each as its
-        own unit; one result per document, in batch order."""
+                     files: list[Path], started: dict[int, tuple[float, float]],
+                     vectors: list | None = None) -> list[IngestResult]:
+        """Embed the documents of ``batch`` together (unless their
+        ``vectors`` are given), then store each as its own unit; one result
+        per document, in batch order."""
         if not batch:
             return []
         docs = [d for _, d, _ in batch]
-        t = time.perf_counter()
-        try:
-            vectors, error = page_vectors(self.embedder, docs), None
-        except Exception as exc:  # noqa: BLE001 - reported per document below
-            vectors, error = [None] * len(docs), failure_reason(exc)
-        embed = time.perf_counter() - t
+        error, embed = None, 0.0
+        if vectors is None:
+            t = time.perf_counter()
+            try:
+                vectors = page_vectors(self.embedder, docs)
+            except Exception as exc:  # noqa: BLE001 - reported per document below
+                vectors, error = [None] * len(docs), failure_reason(exc)
+            embed = time.perf_counter() - t
         weight = [len(d.units) + len(d.pages) for d in docs]
         out = []
         for (i, parsed, stages), vecs, w in zip(batch, vectors, weight):
             t0, read = started.pop(i)
-            stages = {"read": read, **stages, "embed": embed * w / sum(weight)}
+            stages = {"read": read, "embed": embed * w / sum(weight), **stages}
             shown = str(files[i])
             if error is not None:
                 out.append(IngestResult(shown, "failed", reason=error, stages=stages,

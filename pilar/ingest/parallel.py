@@ -50,13 +50,16 @@ def failure_reason(exc: BaseException) -> str:
 class Parsed(Generic[T]):
     """What :func:`parse_many` yields per job: the caller's ``tag``, the
     ``document`` (None when it failed or was not parsed), the failure
-    ``reason``, and ``stages`` (seconds: ``parse``, ``graph``)."""
+    ``reason``, ``stages`` (seconds: ``parse``, ``graph``) and, when the
+    embed stage ran with the parse (on Ray), the page ``vectors`` (as
+    :func:`pilar.retrieval.embeddings.page_vectors` returns for one document)."""
 
-    __slots__ = ("tag", "document", "reason", "stages")
+    __slots__ = ("tag", "document", "reason", "stages", "vectors")
 
     def __init__(self, tag: T, document: ParsedDocument | None, reason: str | None,
-                 stages: dict[str, float]):
+                 stages: dict[str, float], vectors=None):
         self.tag, self.document, self.reason, self.stages = tag, document, reason, stages
+        self.vectors = vectors
 
 
 def parse_job(data: bytes, uri: str, settings: Settings

@@ -1,0 +1,133 @@
+"""Ingest at scale: parse worker processes, batched embedding across
+documents, the int8 embedder and the vector cache (real files, real model,
+real SQLite stores)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pilar import Pilar
+from pilar.cli import app
+from pilar.retrieval.embeddings import Embedder
+from tests.conftest import FIXTURES
+
+CORPUS = FIXTURES / "corpus"
+SMALL = [CORPUS / "204-903.html", CORPUS / "203-345.html", CORPUS / "204-268.html"]
+
+
+def _vectors(p: Pilar) -> dict[str, np.ndarray]:
+    units = [u.unit_id for pid in p.graph.units_on_pages(
+        [f"{d.doc_id}:1" for d in p.docs()]).values() for u in pid]
+    return p.index.unit_vectors(units)
+
+
+@pytest.fixture(scope="module")
+def two_ways(tmp_path_factory):
+    """The same files (one of them not a document) ingested with two parse
+    workers and in process."""
+    files = [SMALL[0], CORPUS / "questions.tsv", SMALL[1], SMALL[2]]
+    out = {}
+    for workers in (2, 0):
+        p = Pilar(home=tmp_path_factory.mktemp(f"w{workers}"))
+        out[workers] = (p, p.ingest(files, workers=workers))
+    return out
+
+
+def test_workers_give_the_same_store_as_in_process(two_ways):
+    (par, par_results), (seq, seq_results) = two_ways[2], two_ways[0]
+    assert [r.status for r in par_results] == ["ingested", "failed", "ingested", "ingested"]
+    assert [r.status for r in seq_results] == [r.status for r in par_results]
+    assert par_results[1].reason == seq_results[1].reason == \
+        "unsupported file type: neither HTML nor PDF"
+    assert par.stats() == seq.stats()
+    assert par.stats()["documents"] == 3
+    a, b = _vectors(par), _vectors(seq)
+    assert a.keys() == b.keys() and len(a) == par.stats()["units"]
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+
+
+def test_results_carry_stage_seconds(two_ways):
+    for r in two_ways[2][1]:
+        if r.status == "ingested":
+            assert set(r.stages) == {"read", "parse", "graph", "embed", "write"}
+            assert r.stages["parse"] > 0 and r.stages["embed"] > 0 and r.stages["write"] > 0
+            assert r.stages["read"] + r.stages["write"] < r.seconds
+
+
+def test_a_copy_with_one_changed_byte_reuses_the_vectors(tmp_path):
+    p = Pilar(home=tmp_path / "home")
+    original = SMALL[0].read_bytes()
+    assert original.startswith(b"<!--")
+    copy = tmp_path / "copy.html"
+    copy.write_bytes(b"<!-!" + original[4:])  # the source-URL comment, not the text
+    assert p.ingest([SMALL[0]], workers=0)[0].status == "ingested"
+    cached = p.embedder.cache.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    assert cached > 10
+    r = p.ingest([copy], workers=0)[0]
+    assert r.status == "ingested" and r.n_units > 10
+    assert p.embedder.cache.conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == cached
+    docs = {d.uri: d.doc_id for d in p.docs()}
+    q = p.embedder.query("results of the race")
+    first, second = (p.index.dense_for(q, [f"{docs[str(f.resolve())]}:1"])
+                     for f in (SMALL[0], copy))
+    assert list(first.values()) == pytest.approx(list(second.values()), abs=1e-6)
+
+
+def test_int8_embedder_stays_close_to_float32():
+    texts = ["Peter Widén is a Swedish former footballer.",
+             "Season | Team | Goals: 1998 | Malmö FF | 12",
+             "The tallest building in Kanpur is the Kanpur Central tower."]
+    full, int8 = Embedder(int8=False), Embedder(int8=True)
+    assert int8.key != full.key  # the cache never mixes their vectors
+    a, b = full.encode(texts), int8.encode(texts)
+    assert a.shape == b.shape == (3, 384)
+    cosines = (a * b).sum(axis=1)
+    assert cosines.min() > 0.97
+    # the texts stay apart: each int8 vector is nearest its own float32 one
+    assert list((b @ a.T).argmax(axis=1)) == [0, 1, 2]
+
+
+def test_cli_ingest_with_workers_reports_counts(tmp_path):
+    result = CliRunner().invoke(app, ["ingest", str(SMALL[0]), str(SMALL[1]), "--workers", "2",
+                                      "--home", str(tmp_path / "home")])
+    assert result.exit_code == 0, result.output
+    assert "2 ingested, 0 replaced, 0 unchanged, 0 failed" in result.output
+    assert "pages/s" in result.output
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray instance (head and workers), started here and stopped after."""
+    ray = pytest.importorskip("ray", reason="the extra pilar[ray] is not installed")
+    info = ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+                    log_to_driver=False)
+    yield info.address_info["address"]
+    ray.shutdown()
+
+
+def test_ray_ingest_gives_the_same_store_counts_as_local(local_ray, tmp_path, two_ways):
+    import subprocess
+    import sys
+
+    home = tmp_path / "ray-home"
+    proc = subprocess.run([sys.executable, "-m", "pilar", "ingest", *map(str, SMALL),
+                           "--ray", local_ray, "--home", str(home)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "3 ingested" in proc.stderr
+    p = Pilar(home=home)
+    local = two_ways[0][0]
+    assert p.stats() == local.stats()
+    a, b = _vectors(p), _vectors(local)
+    assert a.keys() == b.keys()
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+
+
+def test_ray_at_an_unreachable_address_is_a_clean_error(tmp_path):
+    pytest.importorskip("ray", reason="the extra pilar[ray] is not installed")
+    result = CliRunner().invoke(app, ["ingest", str(SMALL[0]), "--ray", "127.0.0.1:1",
+                                      "--home", str(tmp_path / "home")])
+    assert result.exit_code == 2
+    assert "cannot reach the Ray cluster at '127.0.0.1:1'" in result.output
