@@ -47,8 +47,6 @@ class Settings(BaseSettings):
     embedding_batch_size: int = 32
     embedding_device: str = Field(
         "cpu", description="torch device of the embedder (cpu, cuda, cuda:1, mps)")
-    embedding_int8: bool = Field(
-        True, description="int8 linear layers on the CPU (dynamic quantisation at load)")
     embedding_cache: bool = Field(
         True, description="reuse vectors of texts embedded before (home/vector-cache.sqlite)")
     workers: int | None = Field(

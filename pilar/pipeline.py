@@ -104,7 +104,7 @@ class Pilar:
         self.graph, self.index = open_stores(settings)
         self.embedder = Embedder(
             settings.embedding_model, settings.embedding_batch_size,
-            device=settings.embedding_device, int8=settings.embedding_int8,
+            device=settings.embedding_device,
             cache=VectorCache(settings.home / "vector-cache.sqlite")
             if settings.embedding_cache else None)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()

@@ -29,11 +29,10 @@ _EMBEDDERS: dict[tuple, Embedder] = {}
 
 def _embedder(settings: Settings) -> Embedder:
     """This worker process's embedder for ``settings`` (loaded once)."""
-    key = (settings.embedding_model, settings.embedding_device, settings.embedding_int8)
+    key = (settings.embedding_model, settings.embedding_device)
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = Embedder(settings.embedding_model, settings.embedding_batch_size,
-                                   device=settings.embedding_device,
-                                   int8=settings.embedding_int8)
+                                   device=settings.embedding_device)
     return _EMBEDDERS[key]
 
 

