@@ -193,12 +193,20 @@ class Pilar:
         started: dict[int, tuple[float, float]] = {}  # file -> (start, read seconds)
         settled: dict[int, IngestResult] = {}  # files that need no parse
 
+        in_flight: set[str] = set()  # bytes parsed in this call: a second copy is unchanged
+
         def jobs():
             for i, path in enumerate(files):
                 t0 = time.perf_counter()
                 try:
                     data = read_source(path, self.settings)
-                    existing = self.graph.find_by_sha256(new_document(data, "", "").sha256)
+                    probe = new_document(data, "", "")
+                    if probe.sha256 in in_flight:
+                        settled[i] = IngestResult(str(path), "unchanged", probe.doc_id,
+                                                  seconds=time.perf_counter() - t0)
+                        yield i, None, ""
+                        continue
+                    existing = self.graph.find_by_sha256(probe.sha256)
                     if existing is not None and existing.status == "ready":
                         settled[i] = IngestResult(str(path), "unchanged", existing.doc_id,
                                                   existing.n_pages,
@@ -213,6 +221,7 @@ class Pilar:
                     yield i, None, ""
                     continue
                 started[i] = (t0, time.perf_counter() - t0)
+                in_flight.add(probe.sha256)
                 yield i, data, str(path.resolve())
 
         results: list[IngestResult] = []

@@ -71,7 +71,7 @@ def test_a_copy_with_one_changed_byte_reuses_the_vectors(tmp_path):
     q = p.embedder.query("results of the race")
     first, second = (p.index.dense_for(q, [f"{docs[str(f.resolve())]}:1"])
                      for f in (SMALL[0], copy))
-    assert list(first.values()) == pytest.approx(list(second.values()), abs=1e-6)
+    assert list(first.values()) == pytest.approx(list(second.values()), abs=2e-3)  # float16
 
 
 def test_cli_ingest_with_workers_reports_counts(tmp_path):
