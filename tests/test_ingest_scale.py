@@ -4,8 +4,6 @@ real SQLite stores)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -88,7 +86,6 @@ def test_cli_ingest_with_workers_reports_counts(tmp_path):
 def local_ray():
     """A local Ray instance (head and workers), started here and stopped after."""
     ray = pytest.importorskip("ray", reason="the extra pilar[ray] is not installed")
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")  # a busy CI machine
     info = ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
                     log_to_driver=False)
     yield info.address_info["address"]
