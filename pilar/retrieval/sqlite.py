@@ -100,6 +100,23 @@ class SqlitePageIndex:
                 out[uid] = np.frombuffer(blob, dtype="<f4")
         return out
 
+    def page_vectors(self, page_ids: list[str]) -> dict[str, tuple[np.ndarray, list[str | None]]]:
+        """``{page_id: ((n, dim) float32, [unit_id or None, ...])}`` as indexed,
+        for the ids that exist (pages without vectors get ``(0, 0)`` arrays):
+        what copying this index into another backend needs."""
+        out: dict[str, tuple[list, list]] = {}
+        for pid, uid, blob in self.db.conn.execute(
+                "SELECT p.page_id, v.unit_id, v.vector FROM index_pages p "
+                "LEFT JOIN page_vectors v ON v.page_rowid = p.rowid "
+                "WHERE p.page_id IN (SELECT value FROM json_each(?)) ORDER BY p.rowid, v.chunk",
+                (json.dumps(list(page_ids)),)):
+            vecs, ids = out.setdefault(pid, ([], []))
+            if blob is not None:
+                vecs.append(np.frombuffer(blob, dtype="<f4"))
+                ids.append(uid)
+        return {pid: (np.stack(v) if v else np.zeros((0, 0), dtype=np.float32), ids)
+                for pid, (v, ids) in out.items()}
+
     def delete_document(self, doc_id: str) -> int:
         """Remove a document's pages and vectors; returns pages removed."""
         with self.db.transaction() as c:
