@@ -10,7 +10,8 @@ PILAR_INDEX=elasticsearch), or ``--fill`` writes them there: each document
 parsed again for the graph, its page vectors copied from the embedded index
 (not recomputed: same model, same text), in the facade's order (graph
 ``pending``, index, graph ``ready``); the page-index bulk rate is reported. For ``--n`` dev lookup questions (fixed-seed
-sample) it reports the mean top-10 page overlap between the stacks (|A∩B|/10)
+sample) it reports the mean top-10 page overlap between the stacks
+(|A∩B| / max(|A|, |B|), 10 unless a stack returned fewer pages)
 and each stack's gold-page recall@10, on both the hybrid shortlist (base
 scores) and the full search (priors and graph expansion). Targets: overlap
 >= 0.9, recall@10 within 1 point.
@@ -32,6 +33,7 @@ from rich.table import Table
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.model import Scope
 from pilar.graph.linking import link_across
 from pilar.ingest import parse
 from pilar.pipeline import page_sections
@@ -76,12 +78,15 @@ def main() -> None:
     ap.add_argument("--es-prefix", default="pilar")
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
     ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--only-filled", action="store_true",
+                    help="the embedded stack searches only the documents the server stack "
+                         "holds (a partial fill); BM25 statistics still span its whole corpus")
     ap.add_argument("--fill", action="store_true", help="write the embedded store's documents "
                     "to the server stack first")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows = [r.split("\t") for r in args.questions.read_text(encoding="utf-8").splitlines()[1:]]
-    questions = random.Random(7).sample([(r[1], r[2]) for r in rows if r[4] == "1"], args.n)
+    questions = [(r[1], r[2]) for r in rows if r[4] == "1"]
 
     embedded = Pilar(home=args.home)
     servers = Pilar(settings=Settings(home=args.home / "unused", graph="neo4j", index="elasticsearch",
@@ -90,7 +95,14 @@ def main() -> None:
     stacks = {"embedded (sqlite)": embedded, "neo4j + elasticsearch": servers}
     fill = fill_servers(embedded, servers) if args.fill else None
     stems = {name: {d.doc_id: Path(d.uri).stem for d in p.docs()} for name, p in stacks.items()}
-    report = {"fill": fill, "documents": {name: len(s) for name, s in stems.items()},
+    if args.only_filled:  # questions whose gold page the server stack holds
+        held = set(stems["neo4j + elasticsearch"].values())
+        questions = [q for q in questions if q[1] in held]
+    questions = random.Random(7).sample(questions, min(args.n, len(questions)))
+    scopes = {name: None for name in stacks}
+    if args.only_filled:
+        scopes["embedded (sqlite)"] = Scope.of(doc_ids=list(stems["neo4j + elasticsearch"]))
+    report = {"fill": fill, "only_filled": args.only_filled, "documents": {name: len(s) for name, s in stems.items()},
               "index_pages": {name: p.index.count() for name, p in stacks.items()}}
     for stage in ("shortlist", "search"):
         overlap, hits = [], {name: 0 for name in stacks}
@@ -98,17 +110,18 @@ def main() -> None:
             tops = {}
             for name, p in stacks.items():
                 if stage == "shortlist":
-                    pages = p.hybrid.shortlist(question)[:10]
+                    pages = p.hybrid.shortlist(question, scopes[name])[:10]
                 else:
-                    pages = p.retriever().search(question, 10)
+                    pages = p.retriever().search(question, 10, scopes[name])
                 tops[name] = [pg.page_id for pg in pages]
                 hits[name] += gold in {stems[name].get(pg.doc_id) for pg in pages}
             a, b = tops.values()
-            overlap.append(len(set(a) & set(b)) / 10)
+            overlap.append(len(set(a) & set(b)) / max(1, len(a), len(b)))
         report[stage] = {"top10_overlap": statistics.fmean(overlap),
                          "recall@10": {name: h / len(questions) for name, h in hits.items()}}
-    table = Table(title=f"{args.n} dev lookup questions, "
-                        f"{report['documents']['embedded (sqlite)']} documents")
+    table = Table(title=f"{len(questions)} dev lookup questions, "
+                        f"{report['documents']['neo4j + elasticsearch']} documents"
+                        f"{' (embedded limited to them)' if args.only_filled else ''}")
     for col in ("ranking", "top-10 overlap", *(f"recall@10 {n}" for n in stacks)):
         table.add_column(col)
     for stage in ("shortlist", "search"):

@@ -3,8 +3,9 @@
 Two aliases, ``<prefix>-pages`` and ``<prefix>-units``, each in front of a
 versioned index ``<alias>-NNNN`` whose settings and mappings come from
 ``migrations/elasticsearch/NNNN_*.json``. A migration creates the next
-index, copies the documents over (the client's scan + bulk
-``helpers.reindex``: the reindex module is not part of every distribution),
+index, copies the documents over (the client's ``helpers.scan`` and bulk
+helpers: neither the reindex module nor data streams, which
+``helpers.reindex`` asks about, are in every distribution),
 swaps the alias in one atomic ``update_aliases`` and drops the old index.
 
 A page is one document (``_id`` = page id): ``text`` for BM25 (``english``
@@ -144,8 +145,8 @@ class ElasticsearchPageIndex:
     def migrate(self) -> list[int]:
         """Apply ``migrations/elasticsearch/NNNN_*.json``: per index named in
         a file whose version is newer than the alias's index, create
-        ``<alias>-NNNN``, copy the documents, swap the alias, drop the old
-        index. Returns the versions applied. Idempotent."""
+        ``<alias>-NNNN``, copy the documents (scan + bulk, vectors included:
+        they stay in ``_source``), swap the alias, drop the old index. Returns the versions applied. Idempotent."""
         from elasticsearch import helpers
 
         applied = []
@@ -162,8 +163,11 @@ class ElasticsearchPageIndex:
                                settings=body["settings"], mappings=body["mappings"])
                 actions = [{"add": {"index": new, "alias": alias}}]
                 if current is not None:
-                    self._call(f"reindex {current[0]} into {new}", helpers.reindex, self.client,
-                               current[0], new)
+                    hits = helpers.scan(self.client, index=current[0], size=500,
+                                        query={"query": {"match_all": {}}})
+                    self._bulk(({"_op_type": "index", "_index": new, "_id": h["_id"],
+                                 "_source": h["_source"]} for h in hits),
+                               f"copy {current[0]} into {new}")
                     self._call(f"refresh {new}", self.client.indices.refresh, index=new)
                     actions.insert(0, {"remove": {"index": current[0], "alias": alias}})
                 self._call(f"point {alias} at {new}", self.client.indices.update_aliases,
