@@ -11,7 +11,8 @@ graph on Neo4j and the page index kept in the same embedded file: the
 store's documents are parsed again and their graph written to Neo4j (the
 page vectors are not recomputed). With ``--es-url`` too, the production
 stack (graph on Neo4j, page index on Elasticsearch under ``--es-prefix``, no
-SQLite file) is measured as well; it must already hold the corpus
+SQLite file) is measured instead of the Neo4j + embedded-index one; it must
+already hold the corpus
 (``bench/backend_parity.py --fill`` or ``pilar ingest`` on that stack). Each
 stack is measured twice: with the
 page cache warm (a long-running server's steady state) and emptied before
@@ -125,7 +126,7 @@ def main() -> None:
     n_docs = len(embedded.docs())
     report = {"sqlite": measure(embedded, questions),
               "sqlite, cold page cache": measure(embedded, questions, cold=True)}
-    if args.neo4j_uri:
+    if args.neo4j_uri and not args.es_url:
         settings = Settings(graph="neo4j", neo4j_uri=args.neo4j_uri)
         neo = Pilar(home=args.home, settings=settings)
         stored = {d.doc_id for d in neo.graph.documents()}

@@ -275,14 +275,17 @@ class Neo4jGraphStore:
                 query, params, database_=self.database, routing_=self._neo4j.RoutingControl.READ,
                 result_transformer_=transform)
         except self._neo4j.exceptions.Neo4jError as exc:
-            raise StoreError(f"Neo4j read failed: {exc.message or exc}") from exc
+            raise StoreError(f"Neo4j at {self.uri}: read failed: {exc.message or exc}") from exc
+        except self._neo4j.exceptions.DriverError as exc:
+            raise StoreError(f"cannot reach Neo4j at {self.uri}: {exc}") from exc
 
     def _write(self, work) -> Any:
         try:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(work)
         except (self._neo4j.exceptions.Neo4jError, self._neo4j.exceptions.DriverError) as exc:
-            raise StoreError(f"Neo4j write failed: {getattr(exc, 'message', None) or exc}") from exc
+            raise StoreError(f"Neo4j at {self.uri}: write failed: "
+                             f"{getattr(exc, 'message', None) or exc}") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
