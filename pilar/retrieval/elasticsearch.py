@@ -47,8 +47,12 @@ def _b64(vector: np.ndarray) -> str:
     return base64.b64encode(np.asarray(vector, dtype=">f4").tobytes()).decode("ascii")
 
 
-def _from_b64(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype=">f4").astype(np.float32)
+def _vector(value: str | list) -> np.ndarray:
+    """A stored vector as ``(dim,)`` float32: ``_source`` keeps the form it
+    was sent in, base64 (:func:`_b64`) or a JSON list; both are valid input."""
+    if isinstance(value, list):
+        return np.asarray(value, dtype=np.float32)
+    return np.frombuffer(base64.b64decode(value), dtype=">f4").astype(np.float32)
 
 
 def _cosine(score: float) -> float:
@@ -266,7 +270,7 @@ class ElasticsearchPageIndex:
                               ids=chunk, source=["vector"], filter_path="docs._id,docs._source")
             for doc in docs.get("docs", []):
                 if "_source" in doc:
-                    out[doc["_id"]] = _from_b64(doc["_source"]["vector"])
+                    out[doc["_id"]] = _vector(doc["_source"]["vector"])
         return out
 
     def _hits(self, what: str, **body) -> list[tuple[str, float]]:
