@@ -1,0 +1,286 @@
+"""The evidence explorer (issue 18) in Debian's headless Chromium, driven by
+Playwright through its executable path, against a real ``pilar serve`` on
+loopback with an API key configured.
+
+One walk-through, step by step as a user would: give the key, upload a PDF,
+an HTML page and a broken file, watch the job reach ``done``, ask, open a PDF
+citation (the box over the right page at the bbox's place, and the server's
+drawing under it) and an HTML citation (the cited row marked), open an
+entity's neighbourhood and click through to a page, delete a document. And
+without the key nothing is shown. Screenshots of every step go to
+``bench/out/web/`` (printed at the end).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.browser
+
+KEY = "web-test-key-7f3a"
+SHOTS = ROOT / "bench" / "out" / "web"
+PDF = ROOT / "examples" / "203-788.pdf"  # "Kurt Maschler Award", 2 pages
+HTML = ROOT / "examples" / "204-541.html"  # "List of tallest buildings in Kanpur"
+STORED = ROOT / "examples" / "204-903.html"  # "Sophie Colquhoun", stored before the page opens
+QUESTION = "which illustrator was responsible for the last award winner?"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+WAIT = 120_000  # ms Playwright waits for a step at most (ingest embeds on a shared CPU)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``pilar serve`` on loopback with PILAR_API_KEYS set; yields its base URL."""
+    home = tmp_path_factory.mktemp("web-home")
+    port = _free_port()
+    env = {**os.environ, "PILAR_HOME": str(home), "PILAR_API_KEYS": KEY,
+           "PILAR_GRAPH": "sqlite", "PILAR_INDEX": "sqlite", "PYTHONPATH": str(ROOT)}
+    log = open(home / "server.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "pilar", "serve", "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            if proc.poll() is not None:
+                break
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert proc.poll() is None, (home / "server.log").read_text()[-2000:]
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def api(server):
+    """An HTTP client with the key, to know what the page should show."""
+    with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {KEY}"},
+                      timeout=120) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def stored(api):
+    """One document stored through the API before any tab opens."""
+    job = api.post("/v1/documents",
+                   files=[("files", (STORED.name, STORED.read_bytes(), "text/html"))]).json()
+    for _ in range(1200):
+        state = api.get(f"/v1/jobs/{job['job_id']}").json()
+        if state["state"] in ("done", "failed"):
+            break
+        time.sleep(0.1)
+    assert [f["status"] for f in state["files"]] == ["ingested"], state
+    return state["files"][0]["doc_id"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = os.environ["PILAR_CHROMIUM"]
+    assert os.access(chromium, os.X_OK), f"PILAR_CHROMIUM={chromium} is not an executable"
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+    print(f"\nscreenshots in {SHOTS}")
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh tab (own sessionStorage) that records every request it makes
+    and fails the test on a JavaScript error."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT)
+    tab.requests = []
+    tab.on("request", lambda r: tab.requests.append(r))
+    errors = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error"
+           and "401" not in m.text else None)
+    yield tab
+    context.close()
+    assert not errors, errors
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(SHOTS / name), full_page=False)
+
+
+def test_nothing_is_shown_without_the_key(page, stored):
+    page.goto("/")
+    page.wait_for_selector("#key-gate:not([hidden])")
+    assert page.is_hidden("#app") and page.is_hidden("#tabs")
+    assert page.locator("#docs tbody tr").count() == 0
+    v1 = [r for r in page.requests if "/v1/" in r.url]
+    assert v1 and all(r.response().status == 401 for r in v1)
+    shot(page, "01-key-gate.png")
+
+    page.fill("#key-input", "not-the-key")
+    page.press("#key-input", "Enter")
+    page.wait_for_selector("#key-error:has-text('refused')")
+    assert page.is_hidden("#app")
+    assert page.locator("#docs tbody tr").count() == 0
+    assert page.evaluate("sessionStorage.getItem('pilar.apiKey')") is None
+    assert "Sophie" not in page.content()
+    shot(page, "02-key-refused.png")
+
+
+def test_explorer_walk_through(page, api, stored, tmp_path):
+    # -- the key opens the page -----------------------------------------------
+    page.goto("/")
+    page.fill("#key-input", KEY)
+    page.press("#key-input", "Enter")
+    page.wait_for_selector("#app:not([hidden])")
+    assert page.evaluate("sessionStorage.getItem('pilar.apiKey')") == KEY
+
+    # -- upload: a PDF, an HTML page and a broken file; the job's events -------
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.7\nthis is not a PDF body\n")
+    page.set_input_files("#file-input", [str(PDF), str(HTML), str(broken)])
+    job = page.locator(".job").first
+    job.locator("li").first.wait_for()  # the job's first event arrived
+    page.wait_for_selector(".job[data-state=done]")
+    assert job.locator("progress").evaluate("p => [p.value, p.max]") == [3, 3]
+    statuses = dict(zip(
+        [t.split(":")[0] for t in job.locator("li").all_inner_texts()],
+        job.locator("li").evaluate_all("lis => lis.map(li => li.dataset.status)")))
+    assert statuses == {PDF.name: "ingested", HTML.name: "ingested", "broken.pdf": "failed"}
+    assert "—" in job.locator("li[data-status=failed]").inner_text()  # its reason is shown
+    rows = page.locator("#docs tbody tr")
+    rows.nth(2).wait_for()
+    titles = rows.locator("td:first-child").all_inner_texts()
+    assert sorted(titles) == ["Kurt Maschler Award", "List of tallest buildings in Kanpur",
+                              "Sophie Colquhoun"]
+    events = [r for r in page.requests if r.url.endswith("/events")]
+    assert events and all(r.headers.get("authorization") == f"Bearer {KEY}" for r in events)
+    shot(page, "03-uploaded.png")
+
+    # -- ask: the packet's items in order, with their citations and why ---------
+    page.click("#tabs button[data-tab=ask]")
+    page.fill("#question", QUESTION)
+    page.fill("#budget", "1024")
+    page.fill("#top-k", "5")
+    page.click("#ask-form button[type=submit]")
+    page.locator("#packet .item").first.wait_for()
+    expected = api.post("/v1/search", json={"query": QUESTION, "budget_tokens": 1024, "k": 5}).json()
+    items = expected["packet"]["items"]
+    assert page.locator("#packet .item").count() == len(items) > 0
+    assert page.locator("#packet .item .why").count() == len(items)
+    shot(page, "04-packet.png")
+
+    # -- a PDF citation: the page image with the support's box -----------------
+    n, item = next((i, it) for i, it in enumerate(items) if it["citation"]["bbox"])
+    c = item["citation"]
+    page.locator("#packet .item .cite").nth(n).click()
+    img = page.locator("#evidence .sheet img")
+    img.wait_for()
+    page.wait_for_function("() => document.querySelector('#evidence .sheet img').complete")
+    assert page.get_attribute("#evidence", "data-page") == str(c["page"])
+    assert img.get_attribute("data-page") == str(c["page"])
+    shown = api.get(f"/v1/pages/{c['doc_id']}:{c['page']}").json()
+    box = page.locator(f"#evidence .box[data-support-id='{c['support_id']}']")
+    ib, bb = img.bounding_box(), box.bounding_box()
+    x0, y0, x1, y1 = c["bbox"]
+    sx, sy = ib["width"] / shown["width"], ib["height"] / shown["height"]
+    assert sx == pytest.approx(sy, rel=0.02)  # the image is the page, not stretched
+    assert bb["x"] - ib["x"] == pytest.approx(x0 * sx, abs=1.5)
+    assert bb["y"] - ib["y"] == pytest.approx(y0 * sy, abs=1.5)
+    assert bb["width"] == pytest.approx((x1 - x0) * sx, abs=1.5)
+    assert bb["height"] == pytest.approx((y1 - y0) * sy, abs=1.5)
+    # the server drew the box into the image: pixels on the box's edge differ
+    # from the same page rendered without highlight
+    drawn = page.evaluate("""([x0, y0, x1, y1, w]) => {
+        const img = document.querySelector('#evidence .sheet img');
+        const k = img.naturalWidth / w, c = document.createElement('canvas');
+        c.width = img.naturalWidth; c.height = img.naturalHeight;
+        const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+        const xs = [0.25, 0.5, 0.75].map(t => Math.round((x0 + t * (x1 - x0)) * k));
+        return [img.naturalWidth, xs.map(x => [...g.getImageData(x, Math.round(y0 * k), 1, 1).data])];
+    }""", [x0, y0, x1, y1, shown["width"]])
+    plain = _image(api.get(f"/v1/pages/{c['doc_id']}:{c['page']}/image").content)
+    natural_width, samples = drawn
+    assert plain.width == natural_width
+    k = natural_width / shown["width"]
+    for t, rgba in zip((0.25, 0.5, 0.75), samples):
+        before = plain.getpixel((round((x0 + t * (x1 - x0)) * k), round(y0 * k)))[:3]
+        assert tuple(rgba[:3]) != tuple(before), (t, rgba, before)
+    shot(page, "05-pdf-citation.png")
+
+    # -- an HTML citation: the cited row marked, with its section path -------
+    n, item = next((i, it) for i, it in enumerate(items)
+                   if not it["citation"]["bbox"] and it["citation"]["support_id"])
+    c = item["citation"]
+    page.locator("#packet .item .cite").nth(n).click()
+    cited = page.locator(f"#evidence .html-page .sup.cited[data-support-id='{c['support_id']}']")
+    cited.wait_for()
+    assert page.locator("#evidence .html-page .sup.cited").count() == 1
+    assert page.get_attribute("#evidence", "data-page-id") == f"{c['doc_id']}:{c['page']}"
+    if c["section_path"]:
+        assert " › ".join(c["section_path"]) in page.inner_text("#evidence .context")
+    shot(page, "06-html-citation.png")
+
+    # -- entities: search, neighbourhood graph, click through to a page -------
+    page.click("#tabs button[data-tab=entities]")
+    page.fill("#entity-q", "Kanpur")
+    page.click("#entity-form button[type=submit]")
+    hit = page.locator("#entity-hits button").first
+    hit.wait_for()
+    entity_id = hit.get_attribute("data-entity-id")
+    hit.click()
+    page.wait_for_selector(f"#hood[data-entity-id='{entity_id}']")
+    hood = api.get(f"/v1/entities/{entity_id}/neighborhood", params={"depth": 2}).json()
+    counts = page.evaluate("() => ['entity', 'assertion', 'support', 'page'].map("
+                           "k => window.pilar.graph.nodes('.' + k).length)")
+    assert counts == [len(hood[k]) for k in ("entities", "assertions", "supports", "pages")]
+    assert hood["pages"]
+    target = hood["pages"][0]["page_id"]
+    shot(page, "07-neighbourhood.png")
+    # click the page's node on the canvas, where Cytoscape drew it
+    pos = page.evaluate("id => window.pilar.graph.getElementById(id).renderedPosition()", target)
+    gb = page.locator("#graph").bounding_box()
+    page.mouse.click(gb["x"] + pos["x"], gb["y"] + pos["y"])
+    page.wait_for_selector(f"#evidence[data-page-id='{target}']")
+    shot(page, "08-graph-to-page.png")
+
+    # -- delete a document ------------------------------------------------------
+    page.click("#tabs button[data-tab=documents]")
+    page.once("dialog", lambda d: d.accept())
+    page.locator("#docs tbody tr", has_text="Kanpur").locator("button").click()
+    page.wait_for_function("() => document.querySelectorAll('#docs tbody tr').length === 2")
+    left = [d["title"] for d in api.get("/v1/documents").json()["items"]]
+    assert sorted(left) == ["Kurt Maschler Award", "Sophie Colquhoun"]
+    shot(page, "09-deleted.png")
+
+    # the key never travelled in a URL
+    assert not [r.url for r in page.requests if KEY in r.url]
+
+
+def _image(png: bytes):
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png)).convert("RGB")
