@@ -111,8 +111,9 @@ def browser():
 
 @pytest.fixture
 def page(browser, server):
-    """A fresh tab (own sessionStorage) that records every request it makes
-    and fails the test on a JavaScript error."""
+    """A fresh tab (own sessionStorage) that records every request it makes;
+    the test fails on a JavaScript error or an error response other than the
+    401s of a missing key and the 404/501 of an absent reader."""
     context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
     tab = context.new_page()
     tab.set_default_timeout(WAIT)
@@ -121,7 +122,10 @@ def page(browser, server):
     errors = []
     tab.on("pageerror", lambda e: errors.append(str(e)))
     tab.on("console", lambda m: errors.append(m.text) if m.type == "error"
-           and "401" not in m.text else None)
+           and not m.text.startswith("Failed to load resource") else None)
+    tab.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400
+           and r.status != 401 and not (r.url.endswith("/v1/answer") and r.status in (404, 501))
+           else None)
     yield tab
     context.close()
     assert not errors, errors
@@ -170,12 +174,17 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
         [t.split(":")[0] for t in job.locator("li").all_inner_texts()],
         job.locator("li").evaluate_all("lis => lis.map(li => li.dataset.status)")))
     assert statuses == {PDF.name: "ingested", HTML.name: "ingested", "broken.pdf": "failed"}
-    assert "—" in job.locator("li[data-status=failed]").inner_text()  # its reason is shown
+    job_id = next(r.url for r in page.requests if r.url.endswith("/events")).split("/")[-2]
+    reason = next(f["reason"] for f in api.get(f"/v1/jobs/{job_id}").json()["files"]
+                  if f["status"] == "failed")
+    assert reason and reason in job.locator("li[data-status=failed]").inner_text()
     rows = page.locator("#docs tbody tr")
     rows.nth(2).wait_for()
-    titles = rows.locator("td:first-child").all_inner_texts()
-    assert sorted(titles) == ["Kurt Maschler Award", "List of tallest buildings in Kanpur",
-                              "Sophie Colquhoun"]
+    stored_docs = api.get("/v1/documents").json()["items"]
+    assert len(stored_docs) == 3
+    assert rows.locator("td:first-child").all_inner_texts() == [d["title"] for d in stored_docs]
+    assert rows.evaluate_all("trs => trs.map(tr => tr.dataset.docId)") == [
+        d["doc_id"] for d in stored_docs]
     events = [r for r in page.requests if r.url.endswith("/events")]
     assert events and all(r.headers.get("authorization") == f"Bearer {KEY}" for r in events)
     shot(page, "03-uploaded.png")
@@ -197,9 +206,8 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     n, item = next((i, it) for i, it in enumerate(items) if it["citation"]["bbox"])
     c = item["citation"]
     page.locator("#packet .item .cite").nth(n).click()
+    page.wait_for_selector(f"#evidence[data-page-id='{c['doc_id']}:{c['page']}'][data-state=ready]")
     img = page.locator("#evidence .sheet img")
-    img.wait_for()
-    page.wait_for_function("() => document.querySelector('#evidence .sheet img').complete")
     assert page.get_attribute("#evidence", "data-page") == str(c["page"])
     assert img.get_attribute("data-page") == str(c["page"])
     shown = api.get(f"/v1/pages/{c['doc_id']}:{c['page']}").json()
@@ -236,8 +244,11 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
                    if not it["citation"]["bbox"] and it["citation"]["support_id"])
     c = item["citation"]
     page.locator("#packet .item .cite").nth(n).click()
+    page.wait_for_selector(f"#evidence[data-page-id='{c['doc_id']}:{c['page']}'][data-state=ready]")
     cited = page.locator(f"#evidence .html-page .sup.cited[data-support-id='{c['support_id']}']")
-    cited.wait_for()
+    assert cited.inner_text().strip() == next(
+        x["text"] for x in api.get(f"/v1/pages/{c['doc_id']}:{c['page']}").json()["supports"]
+        if x["support_id"] == c["support_id"]).strip()
     assert page.locator("#evidence .html-page .sup.cited").count() == 1
     assert page.get_attribute("#evidence", "data-page-id") == f"{c['doc_id']}:{c['page']}"
     if c["section_path"]:
@@ -246,7 +257,7 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
 
     # -- entities: search, neighbourhood graph, click through to a page -------
     page.click("#tabs button[data-tab=entities]")
-    page.fill("#entity-q", "Kanpur")
+    page.fill("#entity-q", "Anthony Browne")  # an illustrator in the PDF's table
     page.click("#entity-form button[type=submit]")
     hit = page.locator("#entity-hits button").first
     hit.wait_for()
@@ -264,20 +275,31 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     pos = page.evaluate("id => window.pilar.graph.getElementById(id).renderedPosition()", target)
     gb = page.locator("#graph").bounding_box()
     page.mouse.click(gb["x"] + pos["x"], gb["y"] + pos["y"])
-    page.wait_for_selector(f"#evidence[data-page-id='{target}']")
+    page.wait_for_selector(f"#evidence[data-page-id='{target}'][data-state=ready]")
+    assert page.get_attribute("#evidence", "data-page") == str(hood["pages"][0]["number"])
     shot(page, "08-graph-to-page.png")
 
     # -- delete a document ------------------------------------------------------
     page.click("#tabs button[data-tab=documents]")
     page.once("dialog", lambda d: d.accept())
-    page.locator("#docs tbody tr", has_text="Kanpur").locator("button").click()
+    html_id = next(f["doc_id"] for f in api.get(f"/v1/jobs/{job_id}").json()["files"]
+                   if f["name"] == HTML.name)
+    page.locator(f"#docs tbody tr[data-doc-id='{html_id}'] button").click()
     page.wait_for_function("() => document.querySelectorAll('#docs tbody tr').length === 2")
-    left = [d["title"] for d in api.get("/v1/documents").json()["items"]]
-    assert sorted(left) == ["Kurt Maschler Award", "Sophie Colquhoun"]
+    left = [d["doc_id"] for d in api.get("/v1/documents").json()["items"]]
+    assert html_id not in left and stored in left and len(left) == 2
     shot(page, "09-deleted.png")
 
     # the key never travelled in a URL
     assert not [r.url for r in page.requests if KEY in r.url]
+
+    # forgetting the key takes everything off the page
+    page.click("#sign-out")
+    page.wait_for_selector("#key-gate:not([hidden])")
+    assert page.is_hidden("#app") and page.is_hidden("#evidence")
+    assert page.locator("#docs tbody tr, #packet li, #ev-body *").count() == 0
+    assert page.evaluate("sessionStorage.getItem('pilar.apiKey')") is None
+    shot(page, "10-key-forgotten.png")
 
 
 def _image(png: bytes):

@@ -25,7 +25,9 @@ STATIC = Path(__file__).parents[1] / "static"
 
 HEADERS = {
     # the page only talks to its own origin; no inline script, no framing
-    "Content-Security-Policy": ("default-src 'self'; img-src 'self' blob:; style-src 'self'; "
+    # (inline styles are allowed: the graph view sets style attributes)
+    "Content-Security-Policy": ("default-src 'self'; img-src 'self' blob:; "
+                                "style-src 'self' 'unsafe-inline'; "
                                 "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",

@@ -44,16 +44,21 @@ async function ask() {
   answer(body);
 }
 
-/** The reader's answer, when the server has one configured (501 otherwise). */
+let noReader = false;
+
+/** The reader's answer, when the server has one configured (after a 501 or
+ * 404 the page stops asking). */
 async function answer(body) {
   const box = document.getElementById("answer");
+  if (noReader) return;
   try {
     const result = await call("/v1/answer", { method: "POST", json: body });
     if (!result.answer) return;
     fill(box, h("strong", {}, "Answer: "), result.answer);
     box.hidden = false;
   } catch (error) {
-    if (!(error instanceof ApiError) || ![404, 501, 503].includes(error.status)) show(error);
+    if (error instanceof ApiError && [404, 501].includes(error.status)) noReader = true;
+    else show(error);
   }
 }
 

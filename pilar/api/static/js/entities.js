@@ -78,7 +78,7 @@ function elements(hood, centre) {
 }
 
 const STYLE = [
-  { selector: "node", style: { label: "data(label)", "font-size": 9, "text-valign": "bottom",
+  { selector: "node", style: { label: "data(label)", "font-size": 10, "min-zoomed-font-size": 6, "text-valign": "bottom",
     "text-margin-y": 3, width: 16, height: 16, color: "#1d2330", "text-wrap": "ellipsis",
     "text-max-width": 110 } },
   { selector: "node.entity", style: { "background-color": "#2457c5", width: 22, height: 22 } },
@@ -97,8 +97,8 @@ function draw(nodes, edges) {
     container: document.getElementById("graph"),
     elements: { nodes, edges },
     style: STYLE,
-    layout: { name: "cose", animate: false, randomize: false, nodeRepulsion: 9000, idealEdgeLength: 60 },
-    wheelSensitivity: 0.3,
+    layout: { name: "cose", animate: false, randomize: false, padding: 16, nodeRepulsion: 6000,
+      idealEdgeLength: 50 },
   });
   cy.on("tap", "node", (event) => activate(event.target.data()));
   window.pilar = { ...(window.pilar || {}), graph: cy }; // for the browser console

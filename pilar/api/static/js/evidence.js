@@ -23,6 +23,7 @@ export async function openPage(target) {
   const ticket = ++opened;
   const pane = panel();
   pane.hidden = false;
+  pane.dataset.state = "loading";
   const body = document.getElementById("ev-body");
   fill(body, h("p.muted", {}, "loading…"));
   const page = await call(`/v1/pages/${seg(target.page_id)}`);
@@ -42,8 +43,14 @@ export async function openPage(target) {
   } else {
     htmlPage(body, page, supports, cited, context);
   }
+  pane.dataset.state = "ready";
+  // bring the first mark into view inside the panel (the window stays put)
   pane.scrollTop = 0;
-  body.querySelector(".cited, .box")?.scrollIntoView({ block: "center", behavior: "instant" });
+  const mark = body.querySelector(".cited, .box");
+  if (mark) {
+    const below = mark.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+    pane.scrollTop = Math.max(0, below - pane.clientHeight / 3);
+  }
 }
 
 function navigation(page) {
