@@ -11,7 +11,8 @@ from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 from pilar.config import Settings
-from pilar.model import Assertion, Document, Entity, Page, ParsedDocument, Support, Unit
+from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument,
+                         Support, Unit)
 
 
 @runtime_checkable

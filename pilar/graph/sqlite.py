@@ -21,44 +21,81 @@ from pathlib import Path
 from pilar.errors import StoreError
 from pilar.graph import add_expansion_rows
 from pilar.migrations import migration_files
-from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
-                         Unit, to_jsonable)
+from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument,
+                         Provenance, SameAs, Support, Unit, to_jsonable)
 
 
 class SqliteDatabase:
-    """A connection to the embedded store file with migrations applied.
+    """The embedded store file with migrations applied: one writer, many readers.
 
-    ``path`` is created (with its folder) if missing. Use :meth:`transaction`
-    for writes: everything inside commits together or not at all. Raises
+    ``path`` is created (with its folder) if missing. Writes go through
+    :meth:`transaction` on the one writer connection (serialised by a lock):
+    everything inside commits together or not at all. Reads use
+    :attr:`conn`, a connection of the calling thread (WAL mode: readers see
+    the last committed state and never wait for the writer); inside a
+    transaction the writing thread reads through the writer connection, so it
+    sees its own uncommitted rows and no other thread does. Raises
     :class:`StoreError` if the file cannot be opened or migrated.
     """
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._lock = threading.RLock()
+        self._owner: int | None = None  # thread holding the write transaction
+        self._depth = 0
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=10000")
+            self._writer = self._connect()
+            self._writer.execute("PRAGMA journal_mode=WAL")
             self.migrate()
+            self._monitor = self._connect()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the embedded store {self.path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._depth = 0
+        self._monitor_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection to read with: the writer inside this thread's own
+        transaction, else this thread's reader connection (opened on first use)."""
+        if self._owner == threading.get_ident():
+            return self._writer
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def data_version(self) -> int:
+        """A number that changes whenever a write is committed to the file,
+        by this process or another (SQLite's ``PRAGMA data_version`` on a
+        connection that never writes)."""
+        with self._monitor_lock:
+            return self._monitor.execute("PRAGMA data_version").fetchone()[0]
 
     def migrate(self) -> list[int]:
         """Apply pending ``migrations/sqlite`` files; returns the versions applied."""
-        current = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        applied = []
-        for version, path in migration_files("sqlite", ".sql"):
-            if version <= current:
-                continue
-            script = path.read_text(encoding="utf-8")
-            self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
-            applied.append(version)
-        return applied
+        with self._lock:
+            current = self._writer.execute("PRAGMA user_version").fetchone()[0]
+            applied = []
+            for version, path in migration_files("sqlite", ".sql"):
+                if version <= current:
+                    continue
+                script = path.read_text(encoding="utf-8")
+                self._writer.executescript(
+                    f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
+                applied.append(version)
+            return applied
 
     @property
     def schema_version(self) -> int:
@@ -66,29 +103,35 @@ class SqliteDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``); nested uses join the outer one."""
+        """A write transaction (``BEGIN IMMEDIATE``) on the writer connection;
+        nested uses join the outer one; other threads wait for it to end."""
         with self._lock:
             if self._depth:
                 self._depth += 1
                 try:
-                    yield self.conn
+                    yield self._writer
                 finally:
                     self._depth -= 1
                 return
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._writer.execute("BEGIN IMMEDIATE")
+            self._depth, self._owner = 1, threading.get_ident()
             try:
-                yield self.conn
+                yield self._writer
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._writer.execute("ROLLBACK")
                 raise
             else:
-                self.conn.execute("COMMIT")
+                self._writer.execute("COMMIT")
             finally:
-                self._depth = 0
+                self._depth, self._owner = 0, None
 
     def close(self) -> None:
-        self.conn.close()
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._monitor.close()
+        self._writer.close()
 
 
 def _j(value) -> str:
@@ -342,17 +385,50 @@ class SqliteGraphStore:
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
-        rows = self.db.conn.execute(
-            "SELECT a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality, "
-            "a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, "
-            "a.object_entity, (SELECT json_group_array(support_id) FROM assertion_supports s "
-            "WHERE s.assertion_id = a.assertion_id) FROM assertions a WHERE a.doc_id = ? "
-            "ORDER BY a.rowid", (doc_id,)).fetchall()
-        return [Assertion(assertion_id=r[0], doc_id=r[1], subject=r[2], predicate=r[3],
-                          object=r[4], modality=r[5], qualifiers=json.loads(r[6]),
-                          confidence=r[7], grounded=bool(r[8]), extractor=r[9],
-                          subject_entity=r[10], object_entity=r[11],
-                          supports=tuple(json.loads(r[12]))) for r in rows]
+        rows = self.db.conn.execute(_ASSERTIONS_OF_DOC, (doc_id,)).fetchall()
+        return [_assertion(r) for r in rows]
+
+    # -- exploration (GET /v1/entities...) ---------------------------------------
+    def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
+        """One hop around ``entity_ids`` in three queries: the assertions each
+        is subject or object of (at most ``limit`` per entity, smallest ids
+        first; an assertion reached twice appears once, ordered by id), its
+        mentions (at most ``limit`` per entity, by support id) and every
+        ``SAME_AS`` link touching them (by source, target). Unknown ids add
+        nothing. Raises ``sqlite3.Error`` if a read fails."""
+        ids = json.dumps(list(dict.fromkeys(entity_ids)))
+        c = self.db.conn
+        assertions = [_assertion(r) for r in c.execute(_ENTITY_ASSERTIONS, (ids, limit))]
+        mentions = [(r[0], r[1]) for r in c.execute(_ENTITY_MENTIONS, (ids, limit))]
+        same_as = [SameAs(*r) for r in c.execute(_ENTITY_SAME_AS, (ids,))]
+        return EntityLinks(assertions, mentions, same_as)
+
+    def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """``{entity_id: [doc_id, ...]}`` (sorted): the documents that mention
+        each entity or hold an assertion about it; ``[]`` for an entity no
+        document uses or an unknown id. One query."""
+        out: dict[str, list[str]] = {eid: [] for eid in entity_ids}
+        if not out:
+            return out
+        for eid, doc_id in self.db.conn.execute(_ENTITY_DOCUMENTS, (json.dumps(list(out)),)):
+            out[eid].append(doc_id)
+        return out
+
+    def supports_by_id(self, support_ids: list[str]) -> dict[str, Support]:
+        """``{support_id: Support}`` (with provenance) for the ids that exist. One query."""
+        out: dict[str, Support] = {}
+        if not support_ids:
+            return out
+        for r in self.db.conn.execute(_SUPPORTS_BY_ID, (json.dumps(list(support_ids)),)):
+            out[r[0]] = Support(
+                support_id=r[0], doc_id=r[1], kind=r[2], text=r[3], role=r[4],
+                provenance=Provenance(
+                    provenance_id=r[5], doc_id=r[1], page=r[6], section_path=tuple(json.loads(r[7])),
+                    bbox=tuple(json.loads(r[8])) if r[8] else None, css_path=r[9],
+                    table_index=r[10], row=r[11], col=r[12],
+                    cell_ids=tuple(json.loads(r[13])) if r[13] != "[]" else (),
+                    char_start=r[14], char_end=r[15]))
+        return out
 
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and everything hanging off it, and the entities
@@ -471,7 +547,57 @@ SELECT 'assertion', i, doc_id || ':' || page, sid, NULL, NULL, NULL, aid, pred, 
 FROM assertion_ranked WHERE r <= ?2
 ORDER BY 1, 2, 10
 """
+_ASSERTION_COLS = """a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality,
+a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, a.object_entity,
+(SELECT json_group_array(support_id) FROM assertion_supports s WHERE s.assertion_id = a.assertion_id)"""
+_ASSERTIONS_OF_DOC = f"SELECT {_ASSERTION_COLS} FROM assertions a WHERE a.doc_id = ? ORDER BY a.rowid"
+# ?1 a JSON array of entity ids, ?2 the per-entity limit
+_ENTITY_ASSERTIONS = f"""
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
+hits AS (SELECT w.eid, a.assertion_id FROM wanted w JOIN assertions a ON a.subject_entity = w.eid
+         UNION SELECT w.eid, a.assertion_id FROM wanted w JOIN assertions a ON a.object_entity = w.eid),
+ranked AS (SELECT assertion_id, row_number() OVER (PARTITION BY eid ORDER BY assertion_id) AS r
+           FROM hits)
+SELECT {_ASSERTION_COLS} FROM assertions a
+WHERE a.assertion_id IN (SELECT assertion_id FROM ranked WHERE r <= ?2)
+ORDER BY a.assertion_id
+"""
+_ENTITY_MENTIONS = """
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
+ranked AS (SELECT m.entity_id, m.support_id,
+                  row_number() OVER (PARTITION BY m.entity_id ORDER BY m.support_id) AS r
+           FROM wanted w JOIN mentions m ON m.entity_id = w.eid)
+SELECT entity_id, support_id FROM ranked WHERE r <= ?2 ORDER BY entity_id, support_id
+"""
+_ENTITY_SAME_AS = """
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
+SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.source IN wanted
+UNION SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.target IN wanted
+ORDER BY 1, 2
+"""
+_ENTITY_DOCUMENTS = """
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
+SELECT w.eid, s.doc_id FROM wanted w JOIN mentions m ON m.entity_id = w.eid
+JOIN supports s ON s.support_id = m.support_id
+UNION SELECT w.eid, a.doc_id FROM wanted w JOIN assertions a ON a.subject_entity = w.eid
+UNION SELECT w.eid, a.doc_id FROM wanted w JOIN assertions a ON a.object_entity = w.eid
+ORDER BY 1, 2
+"""
+_SUPPORTS_BY_ID = """
+SELECT s.support_id, s.doc_id, s.kind, s.text, s.role, p.provenance_id, p.page, p.section_path,
+       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end
+FROM json_each(?1) j JOIN supports s ON s.support_id = j.value
+JOIN provenance p ON p.provenance_id = s.provenance_id
+"""
 _WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _assertion(r) -> Assertion:
+    """An Assertion from a row of ``_ASSERTION_COLS``."""
+    return Assertion(assertion_id=r[0], doc_id=r[1], subject=r[2], predicate=r[3], object=r[4],
+                     modality=r[5], qualifiers=json.loads(r[6]), confidence=r[7],
+                     grounded=bool(r[8]), extractor=r[9], subject_entity=r[10],
+                     object_entity=r[11], supports=tuple(json.loads(r[12])))
 
 
 def _fts_or(text: str) -> str:

@@ -9,6 +9,7 @@ on first query and reloaded when the store changes.
 from __future__ import annotations
 
 import re
+import threading
 
 import numpy as np
 
@@ -44,7 +45,8 @@ class SqlitePageIndex:
         self._starts = np.zeros(0, dtype=np.int64)
         self._ids: list[str] = []
         self._positions: dict[str, int] = {}
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: int | None = None
+        self._load_lock = threading.Lock()
 
     def transaction(self):
         """A write transaction on the shared store file (nested uses join it)."""
@@ -118,12 +120,11 @@ class SqlitePageIndex:
         """``{page_id: cosine}``: a page's best chunk against ``query`` (a
         ``(dim,)`` L2-normalised vector), for the top ``n`` pages (all when
         ``n`` is None) or for exactly ``page_ids`` (0.0 for unknown ids)."""
-        matrix, starts, ids = self._load()
+        matrix, starts, ids, pos = self._load()
         if matrix.shape[0] == 0:
             return {pid: 0.0 for pid in page_ids} if page_ids is not None else {}
         page_max = np.maximum.reduceat(matrix @ query.astype(np.float32), starts)
         if page_ids is not None:
-            pos = self._positions
             return {pid: float(page_max[pos[pid]]) if pid in pos else 0.0 for pid in page_ids}
         if n is None or n >= len(page_max):
             top = np.argsort(-page_max, kind="stable")
@@ -132,12 +133,15 @@ class SqlitePageIndex:
             top = part[np.argsort(-page_max[part], kind="stable")]
         return {ids[i]: float(page_max[i]) for i in top}
 
-    def _load(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """The chunk matrix, the first row of each page, and the page ids;
-        reloaded when the file changed (``data_version`` or our own writes)."""
-        stamp = (self.db.conn.execute("PRAGMA data_version").fetchone()[0],
-                 self.db.conn.total_changes)
-        if self._matrix is None or stamp != self._stamp:
+    def _load(self) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, int]]:
+        """The chunk matrix, the first row of each page, the page ids and their
+        positions; reloaded when a write was committed to the file since (by
+        any connection, :meth:`SqliteDatabase.data_version`). Safe under threads:
+        one thread reloads, the others wait and share the result."""
+        with self._load_lock:
+            stamp = self.db.data_version()
+            if self._matrix is not None and stamp == self._stamp:
+                return self._matrix, self._starts, self._ids, self._positions
             ids, counts, blobs = [], [], []
             for page_id, blob in self.db.conn.execute(
                 "SELECT p.page_id, v.vector FROM page_vectors v JOIN index_pages p "
@@ -149,11 +153,11 @@ class SqlitePageIndex:
                 counts[-1] += 1
                 blobs.append(blob)
             if blobs:
-                self._matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+                matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
             else:
-                self._matrix = np.zeros((0, 1), dtype=np.float32)
+                matrix = np.zeros((0, 1), dtype=np.float32)
             self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
             self._ids = ids
             self._positions = {pid: i for i, pid in enumerate(ids)}
-            self._stamp = stamp
-        return self._matrix, self._starts, self._ids
+            self._matrix, self._stamp = matrix, stamp
+            return self._matrix, self._starts, self._ids, self._positions

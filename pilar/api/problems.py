@@ -1,0 +1,78 @@
+"""Errors as ``application/problem+json`` (RFC 9457), and no stack traces.
+
+Every error a route raises becomes a :class:`~pilar.api.models.Problem`:
+HTTP errors keep their status, validation errors are 422 with the fields
+named, ``ValueError``/``TypeError`` from the facade (bad arguments) are 422,
+a feature the configured backends lack (``ConfigError``) is 501, a store that fails is 503, anything else
+is a 500 whose detail says nothing of the code (the trace goes to the
+server log only).
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from pilar.api.models import Problem
+from pilar.errors import ConfigError, PilarError, StoreError
+
+log = logging.getLogger("pilar.api")
+MEDIA_TYPE = "application/problem+json"
+
+
+def problem(status: int, detail: str | None = None, errors: list | None = None,
+            headers: dict | None = None) -> JSONResponse:
+    """A problem+json response with ``status``'s standard title."""
+    body = Problem(title=HTTPStatus(status).phrase, status=status, detail=detail, errors=errors)
+    return JSONResponse(jsonable_encoder(body.model_dump(exclude_none=True)), status_code=status,
+                        media_type=MEDIA_TYPE, headers=headers)
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict]:
+    return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()]
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else None
+        return problem(exc.status_code, detail, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        errors = _validation_errors(exc)
+        first = errors[0] if errors else {}
+        where = ".".join(str(x) for x in first.get("loc", []))
+        return problem(422, f"{where}: {first.get('msg', 'invalid request')}", errors)
+
+    @app.exception_handler(ValueError)
+    @app.exception_handler(TypeError)
+    async def bad_argument(request: Request, exc: Exception):
+        return problem(422, str(exc).splitlines()[0] if str(exc) else "invalid argument")
+
+    @app.exception_handler(ConfigError)
+    async def config(request: Request, exc: ConfigError):
+        return problem(501, str(exc))
+
+    @app.exception_handler(StoreError)
+    async def store(request: Request, exc: StoreError):
+        log.warning("store error on %s: %s", request.url.path, exc)
+        return problem(503, "a store is unavailable; see /readyz")
+
+    @app.exception_handler(PilarError)
+    async def pilar_error(request: Request, exc: PilarError):
+        return problem(422, str(exc).splitlines()[0] if str(exc) else "request refused")
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception):
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return problem(500, "the server failed on this request; the error is logged")
