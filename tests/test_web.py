@@ -15,16 +15,10 @@ from __future__ import annotations
 
 import io
 import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.serving import ROOT, ApiServer, wait_job
 
 pytestmark = pytest.mark.browser
 
@@ -39,58 +33,28 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 WAIT = 120_000  # ms Playwright waits for a step at most (ingest embeds on a shared CPU)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """``pilar serve`` on loopback with PILAR_API_KEYS set; yields its base URL."""
-    home = tmp_path_factory.mktemp("web-home")
-    port = _free_port()
-    env = {**os.environ, "PILAR_HOME": str(home), "PILAR_API_KEYS": KEY,
-           "PILAR_GRAPH": "sqlite", "PILAR_INDEX": "sqlite", "PYTHONPATH": str(ROOT)}
-    log = open(home / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "pilar", "serve", "--host", "127.0.0.1",
-                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            if proc.poll() is not None:
-                break
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert proc.poll() is None, (home / "server.log").read_text()[-2000:]
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+    """``pilar serve`` on loopback with PILAR_API_KEYS set."""
+    srv = ApiServer(tmp_path_factory.mktemp("web-home"),
+                    {"PILAR_API_KEYS": KEY, "PILAR_GRAPH": "sqlite", "PILAR_INDEX": "sqlite"})
+    yield srv.start()
+    srv.stop()
 
 
 @pytest.fixture(scope="module")
 def api(server):
     """An HTTP client with the key, to know what the page should show."""
-    with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {KEY}"},
-                      timeout=120) as client:
+    with server.client(KEY) as client:
         yield client
 
 
 @pytest.fixture(scope="module")
 def stored(api):
-    """One document stored through the API before any tab opens."""
+    """One document stored through the API before any tab opens; its id."""
     job = api.post("/v1/documents",
                    files=[("files", (STORED.name, STORED.read_bytes(), "text/html"))]).json()
-    for _ in range(1200):
-        state = api.get(f"/v1/jobs/{job['job_id']}").json()
-        if state["state"] in ("done", "failed"):
-            break
-        time.sleep(0.1)
+    state = wait_job(api, job["job_id"])
     assert [f["status"] for f in state["files"]] == ["ingested"], state
     return state["files"][0]["doc_id"]
 
@@ -114,7 +78,7 @@ def page(browser, server):
     """A fresh tab (own sessionStorage) that records every request it makes;
     the test fails on a JavaScript error or an error response other than the
     401s of a missing key and the 404/501 of an absent reader."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server.url)
     tab = context.new_page()
     tab.set_default_timeout(WAIT)
     tab.requests = []

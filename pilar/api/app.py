@@ -14,9 +14,10 @@ from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.jobs import IngestWorker, JobStore
 from pilar.api.mcp_server import build_mcp
-from pilar.api.routes import documents, graph, health, pages, search
+from pilar.api.routes import documents, graph, health, pages, search, web
 
-ROUTERS = [health.routes, documents.routes, search.routes, pages.routes, graph.routes]
+ROUTERS = [health.routes, documents.routes, search.routes, pages.routes, graph.routes,
+           web.routes]
 """One router per area: adding an area is adding its ``routes`` here."""
 
 log = logging.getLogger("pilar.api")
