@@ -375,13 +375,15 @@ class Neighborhood:
     """What lies within some hops of an entity (PILAR §3.3 layers): entities,
     the assertions linking them, ``SAME_AS`` links, the supports of those
     assertions and mentions, and the pages those supports sit on
-    (``page_id`` strings, document order)."""
+    (``page_id`` strings, document order); ``mentions`` are the
+    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``."""
 
     entities: list[Entity]
     assertions: list[Assertion]
     same_as: list[SameAs]
     supports: list[Support]
     pages: list[str]
+    mentions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -315,6 +315,13 @@ class Pilar:
             return None
         return page, self.graph.supports_on_pages([page_id])[page_id]
 
+    def row_headers(self, page_id: str) -> dict[str, tuple[str, ...]]:
+        """``{support_id: column headers}`` of the table rows on page
+        ``page_id``: the header path of each cell, as the row's evidence unit
+        carries them (Tessera §3.3; a key-value row's key); empty without rows."""
+        units = self._page_material([page_id])[page_id][1]
+        return {u.support_id: u.headers for u in units if u.kind == "row"}
+
     def entities(self, query: str, limit: int = 20) -> list[Entity]:
         """Entities whose name or aliases share words with ``query`` (full-text,
         best first, at most ``limit``)."""

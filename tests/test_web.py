@@ -184,6 +184,8 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     assert bb["y"] - ib["y"] == pytest.approx(y0 * sy, abs=1.5)
     assert bb["width"] == pytest.approx((x1 - x0) * sx, abs=1.5)
     assert bb["height"] == pytest.approx((y1 - y0) * sy, abs=1.5)
+    if c["table_index"] is not None:  # a table row: its column headers are shown
+        assert " | ".join(shown["headers"][c["support_id"]]) in page.inner_text("#evidence .context")
     # the server drew the box into the image: pixels on the box's edge differ
     # from the same page rendered without highlight
     drawn = page.evaluate("""([x0, y0, x1, y1, w]) => {
@@ -203,9 +205,9 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
         assert tuple(rgba[:3]) != tuple(before), (t, rgba, before)
     shot(page, "05-pdf-citation.png")
 
-    # -- an HTML citation: the cited row marked, with its section path -------
-    n, item = next((i, it) for i, it in enumerate(items)
-                   if not it["citation"]["bbox"] and it["citation"]["support_id"])
+    # -- an HTML citation: the cited table row marked, its section path and headers
+    n, item = next((i, it) for i, it in enumerate(items) if not it["citation"]["bbox"]
+                   and it["citation"]["support_id"] and it["citation"]["table_index"] is not None)
     c = item["citation"]
     page.locator("#packet .item .cite").nth(n).click()
     page.wait_for_selector(f"#evidence[data-page-id='{c['doc_id']}:{c['page']}'][data-state=ready]")
@@ -215,8 +217,11 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
         if x["support_id"] == c["support_id"]).strip()
     assert page.locator("#evidence .html-page .sup.cited").count() == 1
     assert page.get_attribute("#evidence", "data-page-id") == f"{c['doc_id']}:{c['page']}"
-    if c["section_path"]:
-        assert " › ".join(c["section_path"]) in page.inner_text("#evidence .context")
+    context = page.inner_text("#evidence .context")
+    assert " › ".join(c["section_path"]) in context
+    headers = api.get(f"/v1/pages/{c['doc_id']}:{c['page']}").json()["headers"]
+    shown = " | ".join(h for h in headers[c["support_id"]] if h)  # empty header cells left out
+    assert shown and shown in context
     shot(page, "06-html-citation.png")
 
     # -- entities: search, neighbourhood graph, click through to a page -------

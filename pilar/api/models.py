@@ -225,7 +225,10 @@ class PageOut(BaseModel):
     text: str
     title: str = ""
     media_type: str = ""
+    n_pages: int = Field(0, description="pages of the document")
     supports: list[SupportOut]
+    headers: dict[str, list[str]] = Field(
+        {}, description="column headers (header paths) of each table-row support: {support_id: [...]}")
 
 
 # -- graph exploration -------------------------------------------------------------
@@ -283,6 +286,7 @@ class PageRef(BaseModel):
     page_id: str
     doc_id: str
     number: int
+    title: str = ""
 
 
 class NeighborhoodOut(Record):
@@ -293,6 +297,8 @@ class NeighborhoodOut(Record):
     same_as: list[SameAsOut]
     supports: list[SupportOut]
     pages: list[PageRef]
+    mentions: list[tuple[str, str]] = Field(
+        [], description="MENTIONED_IN edges to the supports: (entity_id, support_id)")
 
 
 # -- health and errors ---------------------------------------------------------

@@ -134,7 +134,7 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
                 continue
             assertions.setdefault(a.assertion_id, a)
             found += [e for e in (a.subject_entity, a.object_entity) if e]
-        mentions += [sid for _, sid in links.mentions]
+        mentions += links.mentions
         linked = {e for link in links.same_as for e in (link.source, link.target)} - seen
         if doc_ids is not None and linked:
             linked = _used_in(graph, sorted(linked), doc_ids)
@@ -147,16 +147,18 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
         if not frontier:
             break
     support_ids = list(dict.fromkeys(
-        [sid for a in assertions.values() for sid in a.supports] + mentions))
+        [sid for a in assertions.values() for sid in a.supports] + [sid for _, sid in mentions]))
     supports = [s for s in graph.supports_by_id(support_ids).values()
                 if doc_ids is None or s.doc_id in doc_ids]
     supports.sort(key=lambda s: (s.doc_id, s.provenance.page, s.support_id))
+    kept = {s.support_id for s in supports}
     entities = graph.get_entities(sorted(seen))
     pages = list(dict.fromkeys(f"{s.doc_id}:{s.provenance.page}" for s in supports))
     return Neighborhood(entities=[entities[e] for e in sorted(entities)],
                         assertions=sorted(assertions.values(), key=lambda a: a.assertion_id),
                         same_as=[same_as[k] for k in sorted(same_as)], supports=supports,
-                        pages=pages)
+                        pages=pages, mentions=[m for m in dict.fromkeys(mentions)
+                                               if m[1] in kept])
 
 
 def _used_in(graph, entity_ids: list[str], doc_ids: set[str]) -> set[str]:

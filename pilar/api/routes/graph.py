@@ -15,15 +15,17 @@ from pilar.config import Settings
 from pilar.graph.explore import MAX_DEPTH, CypherError
 
 
-def neighborhood_out(found) -> NeighborhoodOut:
-    """The response model of a :class:`~pilar.model.Neighborhood`."""
+def neighborhood_out(found, titles: dict[str, str] | None = None) -> NeighborhoodOut:
+    """The response model of a :class:`~pilar.model.Neighborhood`; ``titles``
+    (``{doc_id: title}``) names the pages' documents."""
     pages = []
     for pid in found.pages:
         doc_id, _, number = pid.rpartition(":")
-        pages.append(PageRef(page_id=pid, doc_id=doc_id, number=int(number)))
+        pages.append(PageRef(page_id=pid, doc_id=doc_id, number=int(number),
+                             title=(titles or {}).get(doc_id, "")))
     return NeighborhoodOut.model_validate({
         "entities": found.entities, "assertions": found.assertions, "same_as": found.same_as,
-        "supports": found.supports, "pages": pages})
+        "supports": found.supports, "pages": pages, "mentions": found.mentions})
 
 
 def run_cypher(pilar, req: CypherRequest) -> CypherResponse:
@@ -74,6 +76,7 @@ def routes(settings: Settings) -> APIRouter:
         found = scoping.neighborhood(pilar, caller, entity_id, depth)
         if found is None:
             raise HTTPException(404, f"no entity {entity_id}")
-        return neighborhood_out(found)
+        docs = pilar.graph.documents(sorted({s.doc_id for s in found.supports}))
+        return neighborhood_out(found, {d.doc_id: d.title for d in docs})
 
     return router

@@ -19,12 +19,15 @@ from pilar.config import Settings
 PDF = "application/pdf"
 
 
-def page_out(found) -> PageOut:
+def page_out(found, headers: dict[str, tuple[str, ...]] | None = None) -> PageOut:
+    """The response model of ``(document, page, supports)``; ``headers`` are
+    the column headers of its table rows (:meth:`pilar.Pilar.row_headers`)."""
     doc, page, supports = found
     return PageOut(page_id=page.page_id, doc_id=page.doc_id, number=page.number, width=page.width,
                    height=page.height, text=page.text, title=doc.title,
-                   media_type=doc.media_type,
-                   supports=[SupportOut.model_validate(s) for s in supports])
+                   media_type=doc.media_type, n_pages=doc.n_pages,
+                   supports=[SupportOut.model_validate(s) for s in supports],
+                   headers={sid: list(h) for sid, h in (headers or {}).items()})
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -40,7 +43,7 @@ def routes(settings: Settings) -> APIRouter:
     @router.get("/pages/{page_id}", response_model=PageOut)
     def get_page(pilar: PilarDep, caller: Caller, page_id: str) -> PageOut:
         """A page (``doc_id:number``): its text and supports with provenance."""
-        return page_out(visible(pilar, caller, page_id))
+        return page_out(visible(pilar, caller, page_id), pilar.row_headers(page_id))
 
     @router.get("/pages/{page_id}/image", response_class=Response,
                 responses={200: {"content": {"image/png": {}}, "description": "the page as PNG"},

@@ -48,8 +48,8 @@ const pageLabel = (p) => `${clip(p.title || p.doc_id, 24)} p.${p.number}`;
 const supportPage = (s) => `${s.provenance.doc_id}:${s.provenance.page}`;
 
 /** Cytoscape elements from the neighbourhood (NeighborhoodOut): nodes of the
- * four layers; edges SUBJECT_OF, OBJECT, SUPPORTED_BY, SAME_AS and ON_PAGE
- * (support -> its page), as far as both ends are in the neighbourhood. */
+ * four layers; edges SUBJECT_OF, OBJECT, SUPPORTED_BY, MENTIONED_IN, SAME_AS
+ * and ON_PAGE (support -> its page), as far as both ends are in it. */
 function elements(hood, centre) {
   const nodes = [];
   const edges = [];
@@ -72,6 +72,7 @@ function elements(hood, centre) {
     if (seen.has(a.object_entity)) link(a.assertion_id, a.object_entity, "OBJECT");
     for (const sid of a.supports) if (seen.has(sid)) link(a.assertion_id, sid, "SUPPORTED_BY");
   }
+  for (const [eid, sid] of hood.mentions) if (seen.has(eid) && seen.has(sid)) link(eid, sid, "MENTIONED_IN");
   for (const x of hood.same_as) if (seen.has(x.source) && seen.has(x.target)) link(x.source, x.target, "SAME_AS");
   for (const s of hood.supports) if (seen.has(supportPage(s))) link(s.support_id, supportPage(s), "ON_PAGE");
   return { nodes, edges };

@@ -73,7 +73,7 @@ async function pdfPage(body, page, marked, target, context, ticket) {
   const loaded = new Promise((resolve, reject) => { img.onload = resolve; img.onerror = reject; });
   img.src = url;
   const boxes = marked.map((s) => {
-    const bbox = (marked.length === 1 && target.bbox) || s.provenance?.bbox;
+    const bbox = (marked.length === 1 && target.bbox) || s.provenance.bbox;
     return bbox ? box(bbox, page, s) : null;
   });
   fill(body, context, h("div.sheet", {}, img, boxes));
@@ -94,7 +94,7 @@ function htmlPage(body, page, supports, cited, context) {
   const list = supports.length ? supports : [{ support_id: "", kind: "paragraph", text: page.text }];
   fill(body, context, h("div.html-page", {}, list.map((s) =>
     h(`div.sup.${s.kind}${cited.has(s.support_id) ? ".cited" : ""}`,
-      { dataset: { supportId: s.support_id }, title: (s.provenance?.section_path || []).join(" › ") },
+      { dataset: { supportId: s.support_id }, title: s.provenance?.section_path.join(" › ") },
       s.text))));
 }
 
@@ -102,21 +102,15 @@ function htmlPage(body, page, supports, cited, context) {
 function contextOf(marked, page) {
   if (!marked.length) return null;
   const s = marked[0];
-  const p = s.provenance || {};
+  const p = s.provenance;
   const headers = headersOf(s, page);
   return h("dl.context", {},
     h("dt", {}, "cited"), h("dd", {}, `${s.kind}${marked.length > 1 ? ` (+${marked.length - 1} more)` : ""}`),
-    p.section_path?.length ? [h("dt", {}, "section"), h("dd", {}, p.section_path.join(" › "))] : null,
+    p.section_path.length ? [h("dt", {}, "section"), h("dd", {}, p.section_path.join(" › "))] : null,
     headers.length ? [h("dt", {}, "table headers"), h("dd", {}, headers.join(" | "))] : null);
 }
 
-/** Column headers of a row or cell support: from the page's tables (grid
- * header paths) when the server sends them. */
+/** Column headers of a table-row support (empty header cells left out). */
 function headersOf(support, page) {
-  const p = support.provenance || {};
-  if (p.table_index === null || p.table_index === undefined) return [];
-  const table = (page.tables || []).find((t) => t.table_index === p.table_index);
-  if (!table) return [];
-  const paths = (table.header_paths || []).map((path) => path.join(" › "));
-  return p.col !== null && p.col !== undefined ? [paths[p.col]].filter(Boolean) : paths.filter(Boolean);
+  return (page.headers[support.support_id] || []).filter(Boolean);
 }
