@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import io
 import os
+import re
 
 import pytest
 
 from tests.serving import ROOT, ApiServer, wait_job
-
-pytestmark = pytest.mark.browser
 
 KEY = "web-test-key-7f3a"
 SHOTS = ROOT / "bench" / "out" / "web"
@@ -99,6 +98,46 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / name), full_page=False)
 
 
+def test_page_files_are_served_and_every_import_resolves():
+    """Without a browser: ``/`` and every file the page loads (links in
+    index.html, ES module imports, vendored libraries) are served with the
+    right types, and ``/`` carries its security headers."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from pilar.api.routes import web
+    from pilar.config import Settings
+
+    app = FastAPI()
+    app.include_router(web.routes(Settings()))
+    client = TestClient(app)
+    index = client.get("/")
+    assert index.status_code == 200 and index.headers["content-type"].startswith("text/html")
+    assert "script-src" not in index.headers["content-security-policy"]  # default-src 'self'
+    assert "default-src 'self'" in index.headers["content-security-policy"]
+    todo = [f"/{p}" for p in re.findall(r'(?:href|src)="(static/[^"]+)"', index.text)]
+    assert "/static/js/main.js" in todo and "/static/app.css" in todo
+    seen = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        r = client.get(path)
+        assert r.status_code == 200, path
+        if path.endswith(".js"):
+            assert r.headers["content-type"].startswith("text/javascript"), path
+            base = path.rsplit("/", 1)[0]
+            for rel in re.findall(r'(?:^|[;}\s])(?:import|export)\b[^"\';]*?from\s*["\'](\.{1,2}/[^"\']+)["\']',
+                                  r.text):
+                todo.append(os.path.normpath(f"{base}/{rel}"))
+    assert {"/static/vendor/cytoscape-3.35.0/cytoscape.esm.min.js",
+            "/static/vendor/eventsource-parser-4.1.3/parse.js"} <= seen
+    for vendored in ("cytoscape-3.35.0", "eventsource-parser-4.1.3"):
+        assert client.get(f"/static/vendor/{vendored}/LICENSE").status_code == 200
+
+
+@pytest.mark.browser
 def test_nothing_is_shown_without_the_key(page, stored):
     page.goto("/")
     page.wait_for_selector("#key-gate:not([hidden])")
@@ -118,6 +157,7 @@ def test_nothing_is_shown_without_the_key(page, stored):
     shot(page, "02-key-refused.png")
 
 
+@pytest.mark.browser
 def test_explorer_walk_through(page, api, stored, tmp_path):
     # -- the key opens the page -----------------------------------------------
     page.goto("/")
