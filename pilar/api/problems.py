@@ -76,3 +76,38 @@ def install(app: FastAPI) -> None:
     async def crash(request: Request, exc: Exception):
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return problem(500, "the server failed on this request; the error is logged")
+
+
+PLAIN_DETAILS = {413: "the request body is larger than the server accepts "
+                      "(PILAR_API_MAX_BODY_BYTES; uploads PILAR_API_MAX_UPLOAD_BYTES)"}
+
+
+class PlainErrorsAsProblems:
+    """ASGI middleware: error answers that lower layers send as plain text
+    (Starlette's request-body limit answers 413 ``Content Too Large``) go
+    out as problem+json instead; every other response passes untouched."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict | None = None
+
+        async def send_problem_instead(message):
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                types = [v for k, v in message.get("headers", []) if k == b"content-type"]
+                if types and types[0].startswith(b"text/plain"):
+                    held = message
+                    return
+            if held is not None:
+                if message["type"] == "http.response.body" and not message.get("more_body"):
+                    await problem(held["status"], PLAIN_DETAILS.get(held["status"]))(
+                        scope, receive, send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_problem_instead)

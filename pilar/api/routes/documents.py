@@ -108,7 +108,7 @@ def routes(settings: Settings) -> APIRouter:
     def visible_job(request: Request, caller, job_id: str) -> Job:
         job = jobs(request).get(job_id)
         if job is None or not caller.allows(job.collection):
-            raise HTTPException(404, f"no job {job_id}")
+            raise HTTPException(404, "no such job")
         return job
 
     @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
@@ -151,14 +151,14 @@ def routes(settings: Settings) -> APIRouter:
     def get_document(pilar: PilarDep, caller: Caller, doc_id: str) -> DocumentOut:
         doc = scoping.document(pilar, caller, doc_id)
         if doc is None:
-            raise HTTPException(404, f"no document {doc_id}")
+            raise HTTPException(404, "no such document")
         return DocumentOut.model_validate(doc)
 
     @router.delete("/documents/{doc_id}", response_model=Deleted)
     def delete_document(pilar: PilarDep, caller: Caller, doc_id: str) -> Deleted:
         """Delete a document from graph and index."""
         if scoping.document(pilar, caller, doc_id) is None:
-            raise HTTPException(404, f"no document {doc_id}")
+            raise HTTPException(404, "no such document")
         return Deleted(doc_id=doc_id, deleted=pilar.delete(doc_id))
 
     return router

@@ -63,7 +63,7 @@ def routes(settings: Settings) -> APIRouter:
     def get_entity(pilar: PilarDep, caller: Caller, entity_id: str) -> EntityOut:
         found = scoping.entity(pilar, caller, entity_id)
         if found is None:
-            raise HTTPException(404, f"no entity {entity_id}")
+            raise HTTPException(404, "no such entity")
         return EntityOut.model_validate(found)
 
     @router.get("/entities/{entity_id}/neighborhood", response_model=NeighborhoodOut)
@@ -73,7 +73,7 @@ def routes(settings: Settings) -> APIRouter:
         ``depth`` hops (assertions and SAME_AS links are the hops)."""
         found = scoping.neighborhood(pilar, caller, entity_id, depth)
         if found is None:
-            raise HTTPException(404, f"no entity {entity_id}")
+            raise HTTPException(404, "no such entity")
         return neighborhood_out(found)
 
     return router
