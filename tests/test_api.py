@@ -357,3 +357,25 @@ async def test_mcp_over_stdio(served):
     assert names == ["cypher", "get_page", "search"]
     body = _structured(result)
     assert body["packet"]["citations"] and body["pages"]
+
+
+def test_restart_marks_unfinished_jobs_failed_and_hides_nothing_half_written(tmp_path):
+    server = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    pdfs = [FIXTURES / "pdf" / n for n in ("diesel_engines-p1-3.pdf", "204-268.pdf",
+                                           "anticlockwise_table_1.pdf")]
+    with server.client(FULL) as c:
+        job = _upload(c, pdfs, "default")
+    server.stop(kill=True)  # a crash while the job runs (the first PDF takes seconds)
+    again = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    try:
+        with again.client(FULL) as c:
+            record = c.get(f"/v1/jobs/{job['job_id']}").json()
+            docs = c.get("/v1/documents").json()["items"]
+    finally:
+        again.stop()
+    assert record["state"] == "failed" and "server stopped" in record["reason"]
+    statuses = [f["status"] for f in record["files"]]
+    assert "failed" in statuses and set(statuses) <= {"ingested", "failed"}
+    assert all(f["reason"] for f in record["files"] if f["status"] == "failed")
+    assert [d["doc_id"] for d in docs] == [f["doc_id"] for f in record["files"]
+                                           if f["status"] == "ingested"]
