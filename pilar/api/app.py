@@ -50,6 +50,13 @@ class PilarAPI(FastAPI):
     def build_middleware_stack(self):
         return problems.PlainErrorsAsProblems(super().build_middleware_stack())
 
+    def openapi(self) -> dict:
+        """The schema with every error answer documented as it is sent:
+        ``application/problem+json`` (:func:`pilar.api.problems.document_errors`)."""
+        if self.openapi_schema is None:
+            self.openapi_schema = problems.document_errors(super().openapi())
+        return self.openapi_schema
+
 
 def _mcp_security(settings):
     from mcp.server.transport_security import TransportSecuritySettings

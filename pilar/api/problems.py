@@ -78,6 +78,37 @@ def install(app: FastAPI) -> None:
         return problem(500, "the server failed on this request; the error is logged")
 
 
+COMMON_ERRORS = (400, 413, 422, 500)
+"""Statuses any operation may answer: unreadable body, body too large,
+invalid input, a server failure."""
+
+
+def document_errors(schema: dict) -> dict:
+    """``schema`` (OpenAPI) with every 4xx/5xx answer of every operation
+    described as ``application/problem+json`` with the :class:`Problem`
+    schema, the common errors (:data:`COMMON_ERRORS`, and 401 where keys
+    apply) added to each, and FastAPI's own validation-error schema dropped.
+    Answers declared with another model (``/readyz``'s 503) are kept."""
+    ref = {"$ref": "#/components/schemas/Problem"}
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = Problem.model_json_schema()
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    for item in schema.get("paths", {}).values():
+        for op in item.values():
+            responses = op.setdefault("responses", {})
+            wanted = set(COMMON_ERRORS) | ({401} if op.get("security") else set())
+            for status in wanted:
+                responses.setdefault(str(status), {})
+            for status, response in responses.items():
+                declared = response.get("content", {}).get("application/json", {})
+                if status.isdigit() and int(status) >= 400 and declared.get("schema", {}).get(
+                        "$ref", ref["$ref"]).rsplit("/", 1)[-1] in ("Problem", "HTTPValidationError"):
+                    response["content"] = {MEDIA_TYPE: {"schema": ref}}
+                    response.setdefault("description", HTTPStatus(int(status)).phrase)
+    return schema
+
+
 PLAIN_DETAILS = {413: "the request body is larger than the server accepts "
                       "(PILAR_API_MAX_BODY_BYTES; uploads PILAR_API_MAX_UPLOAD_BYTES)"}
 
