@@ -43,6 +43,22 @@ class McpGate:
         await self.app(scope, receive, send)
 
 
+class PilarAPI(FastAPI):
+    """FastAPI whose outermost layer turns plain-text error answers of the
+    layers FastAPI puts around user middleware (the 413 of the body limit)
+    into problem+json."""
+
+    def build_middleware_stack(self):
+        return problems.PlainErrorsAsProblems(super().build_middleware_stack())
+
+    def openapi(self) -> dict:
+        """The schema with every error answer documented as it is sent:
+        ``application/problem+json`` (:func:`pilar.api.problems.document_errors`)."""
+        if self.openapi_schema is None:
+            self.openapi_schema = problems.document_errors(super().openapi())
+        return self.openapi_schema
+
+
 def _mcp_security(settings):
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -88,7 +104,7 @@ def create_app(pilar: Pilar) -> FastAPI:
             worker.stop()
             store.close()
 
-    app = FastAPI(title="pilar", version=__version__, lifespan=lifespan,
+    app = PilarAPI(title="pilar", version=__version__, lifespan=lifespan,
                   description="Page-grounded evidence for document question answering: "
                               "ingest, search (the agent tool), pages, graph exploration.",
                   max_body_size=settings.api_max_body_bytes)

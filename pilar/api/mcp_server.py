@@ -72,7 +72,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
     def get_page(page_id: str, ctx: Context) -> PageOut:
         found = scoping.page(pilar, caller(ctx), page_id)
         if found is None:
-            raise ToolError(f"no page {page_id}")
+            raise ToolError("no such page")
         return page_out(found)
 
     @server.tool(description="Run a READ-ONLY Cypher query on pilar's Neo4j graph (Document, "

@@ -76,3 +76,69 @@ def install(app: FastAPI) -> None:
     async def crash(request: Request, exc: Exception):
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return problem(500, "the server failed on this request; the error is logged")
+
+
+COMMON_ERRORS = (400, 413, 422, 500)
+"""Statuses any operation may answer: unreadable body, body too large,
+invalid input, a server failure."""
+
+
+def document_errors(schema: dict) -> dict:
+    """``schema`` (OpenAPI) with every 4xx/5xx answer of every operation
+    described as ``application/problem+json`` with the :class:`Problem`
+    schema, the common errors (:data:`COMMON_ERRORS`, and 401 where keys
+    apply) added to each, and FastAPI's own validation-error schema dropped.
+    Answers declared with another model (``/readyz``'s 503) are kept."""
+    ref = {"$ref": "#/components/schemas/Problem"}
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = Problem.model_json_schema()
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    for item in schema.get("paths", {}).values():
+        for op in item.values():
+            responses = op.setdefault("responses", {})
+            wanted = set(COMMON_ERRORS) | ({401} if op.get("security") else set())
+            for status in wanted:
+                responses.setdefault(str(status), {})
+            for status, response in responses.items():
+                declared = response.get("content", {}).get("application/json", {})
+                if status.isdigit() and int(status) >= 400 and declared.get("schema", {}).get(
+                        "$ref", ref["$ref"]).rsplit("/", 1)[-1] in ("Problem", "HTTPValidationError"):
+                    response["content"] = {MEDIA_TYPE: {"schema": ref}}
+                    response.setdefault("description", HTTPStatus(int(status)).phrase)
+    return schema
+
+
+PLAIN_DETAILS = {413: "the request body is larger than the server accepts "
+                      "(PILAR_API_MAX_BODY_BYTES; uploads PILAR_API_MAX_UPLOAD_BYTES)"}
+
+
+class PlainErrorsAsProblems:
+    """ASGI middleware: error answers that lower layers send as plain text
+    (Starlette's request-body limit answers 413 ``Content Too Large``) go
+    out as problem+json instead; every other response passes untouched."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict | None = None
+
+        async def send_problem_instead(message):
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                types = [v for k, v in message.get("headers", []) if k == b"content-type"]
+                if types and types[0].startswith(b"text/plain"):
+                    held = message
+                    return
+            if held is not None:
+                if message["type"] == "http.response.body" and not message.get("more_body"):
+                    await problem(held["status"], PLAIN_DETAILS.get(held["status"]))(
+                        scope, receive, send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_problem_instead)

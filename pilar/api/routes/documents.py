@@ -11,7 +11,7 @@ from collections.abc import AsyncIterable
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from pilar.api import scoping
@@ -49,15 +49,26 @@ def under_roots(path: str, roots: list[Path]) -> Path:
     return resolved
 
 
+def visible_job(request: Request, caller: Caller, job_id: str) -> Job:
+    """Dependency: the job ``job_id`` if the caller may see it (404 otherwise);
+    resolved before a response starts, so the event stream of an unknown job
+    is a 404 too."""
+    store: JobStore = request.app.state.jobs
+    job = store.get(job_id)
+    if job is None or not caller.allows(job.collection):
+        raise HTTPException(404, "no such job")
+    return job
+
+
+VisibleJob = Annotated[Job, Depends(visible_job)]
+
+
 def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["documents"], responses=ERRORS)
     roots = ingest_roots(settings)
 
     def worker(request: Request) -> IngestWorker:
         return request.app.state.worker
-
-    def jobs(request: Request) -> JobStore:
-        return request.app.state.jobs
 
     def check_collection(caller, collection: str) -> None:
         if not caller.allows(collection):
@@ -105,24 +116,18 @@ def routes(settings: Settings) -> APIRouter:
         return JobAccepted(job_id=job.job_id, state=job.state, href=f"/v1/jobs/{job.job_id}",
                            events=f"/v1/jobs/{job.job_id}/events")
 
-    def visible_job(request: Request, caller, job_id: str) -> Job:
-        job = jobs(request).get(job_id)
-        if job is None or not caller.allows(job.collection):
-            raise HTTPException(404, f"no job {job_id}")
+    @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
+    def get_job(job: VisibleJob) -> Job:
+        """A job's state and each file's status and reason."""
         return job
 
-    @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
-    def get_job(request: Request, caller: Caller, job_id: str) -> Job:
-        """A job's state and each file's status and reason."""
-        return visible_job(request, caller, job_id)
-
     @router.get("/jobs/{job_id}/events", response_class=EventSourceResponse, tags=["jobs"])
-    async def job_events(request: Request, caller: Caller,
-                         job_id: str) -> AsyncIterable[ServerSentEvent]:
+    async def job_events(request: Request, job_id: str,
+                         job: VisibleJob
+                         ) -> AsyncIterable[ServerSentEvent]:
         """Server-sent events: ``progress`` with the job's record whenever it
         changes, then ``end`` when the job is done or failed. The job runs
         on whether or not anyone listens."""
-        job = await asyncio.to_thread(visible_job, request, caller, job_id)
         last = None
         while True:
             key = job_events_key(job)
@@ -133,7 +138,7 @@ def routes(settings: Settings) -> APIRouter:
                 if finished:
                     return
             await asyncio.sleep(EVENT_POLL)
-            job = await asyncio.to_thread(jobs(request).get, job_id)
+            job = await asyncio.to_thread(request.app.state.jobs.get, job_id)
 
     @router.get("/documents", response_model=DocumentList)
     def list_documents(pilar: PilarDep, caller: Caller,
@@ -151,14 +156,14 @@ def routes(settings: Settings) -> APIRouter:
     def get_document(pilar: PilarDep, caller: Caller, doc_id: str) -> DocumentOut:
         doc = scoping.document(pilar, caller, doc_id)
         if doc is None:
-            raise HTTPException(404, f"no document {doc_id}")
+            raise HTTPException(404, "no such document")
         return DocumentOut.model_validate(doc)
 
     @router.delete("/documents/{doc_id}", response_model=Deleted)
     def delete_document(pilar: PilarDep, caller: Caller, doc_id: str) -> Deleted:
         """Delete a document from graph and index."""
         if scoping.document(pilar, caller, doc_id) is None:
-            raise HTTPException(404, f"no document {doc_id}")
+            raise HTTPException(404, "no such document")
         return Deleted(doc_id=doc_id, deleted=pilar.delete(doc_id))
 
     return router

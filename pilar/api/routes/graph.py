@@ -65,7 +65,7 @@ def routes(settings: Settings) -> APIRouter:
     def get_entity(pilar: PilarDep, caller: Caller, entity_id: str) -> EntityOut:
         found = scoping.entity(pilar, caller, entity_id)
         if found is None:
-            raise HTTPException(404, f"no entity {entity_id}")
+            raise HTTPException(404, "no such entity")
         return EntityOut.model_validate(found)
 
     @router.get("/entities/{entity_id}/neighborhood", response_model=NeighborhoodOut)
@@ -75,7 +75,7 @@ def routes(settings: Settings) -> APIRouter:
         ``depth`` hops (assertions and SAME_AS links are the hops)."""
         found = scoping.neighborhood(pilar, caller, entity_id, depth)
         if found is None:
-            raise HTTPException(404, f"no entity {entity_id}")
+            raise HTTPException(404, "no such entity")
         docs = pilar.graph.documents(sorted({s.doc_id for s in found.supports}))
         return neighborhood_out(found, {d.doc_id: d.title for d in docs})
 

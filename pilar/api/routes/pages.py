@@ -37,7 +37,7 @@ def routes(settings: Settings) -> APIRouter:
     def visible(pilar, caller, page_id: str):
         found = scoping.page(pilar, caller, page_id)
         if found is None:
-            raise HTTPException(404, f"no page {page_id}")
+            raise HTTPException(404, "no such page")
         return found
 
     @router.get("/pages/{page_id}", response_model=PageOut)
