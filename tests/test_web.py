@@ -13,6 +13,7 @@ without the key nothing is shown. Screenshots of every step go to
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import re
@@ -166,10 +167,19 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     page.wait_for_selector("#app:not([hidden])")
     assert page.evaluate("sessionStorage.getItem('pilar.apiKey')") == KEY
 
-    # -- upload: a PDF, an HTML page and a broken file; the job's events -------
-    broken = tmp_path / "broken.pdf"
-    broken.write_bytes(b"%PDF-1.7\nthis is not a PDF body\n")
-    page.set_input_files("#file-input", [str(PDF), str(HTML), str(broken)])
+    # -- upload by drag and drop: a PDF, an HTML page and a broken file -------
+    files = [(PDF.name, PDF.read_bytes(), "application/pdf"),
+             (HTML.name, HTML.read_bytes(), "text/html"),
+             ("broken.pdf", b"%PDF-1.7\nthis is not a PDF body\n", "application/pdf")]
+    dropped = page.evaluate_handle("""files => {
+        const dt = new DataTransfer();
+        for (const [name, b64, type] of files) {
+            const bytes = Uint8Array.from(atob(b64), ch => ch.charCodeAt(0));
+            dt.items.add(new File([bytes], name, {type}));
+        }
+        return dt;
+    }""", [[n, base64.b64encode(b).decode(), t] for n, b, t in files])
+    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
     job = page.locator(".job").first
     job.locator("li").first.wait_for()  # the job's first event arrived
     page.wait_for_selector(".job[data-state=done]")
@@ -244,6 +254,13 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
         before = plain.getpixel((round((x0 + t * (x1 - x0)) * k), round(y0 * k)))[:3]
         assert tuple(rgba[:3]) != tuple(before), (t, rgba, before)
     shot(page, "05-pdf-citation.png")
+    # the other page of the 2-page PDF, through the panel's page buttons
+    other = 2 if c["page"] == 1 else c["page"] - 1
+    page.click("#ev-nav button:has-text('next page')" if other > c["page"]
+               else "#ev-nav button:has-text('previous page')")
+    page.wait_for_selector(f"#evidence[data-page-id='{c['doc_id']}:{other}'][data-state=ready]")
+    assert page.get_attribute("#evidence .sheet img", "data-page") == str(other)
+    assert page.locator("#evidence .box").count() == 0  # nothing cited there
 
     # -- an HTML citation: the cited table row marked, its section path and headers
     n, item = next((i, it) for i, it in enumerate(items) if not it["citation"]["bbox"]
@@ -287,6 +304,15 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     page.wait_for_selector(f"#evidence[data-page-id='{target}'][data-state=ready]")
     assert page.get_attribute("#evidence", "data-page") == str(hood["pages"][0]["number"])
     shot(page, "08-graph-to-page.png")
+    # re-centre on another entity of the neighbourhood
+    other = next(e["entity_id"] for e in hood["entities"] if e["entity_id"] != entity_id)
+    page.click(f"#hood-lists button[data-entity-id='{other}']")
+    page.wait_for_selector(f"#hood[data-entity-id='{other}']")
+    hood = api.get(f"/v1/entities/{other}/neighborhood", params={"depth": 2}).json()
+    assert page.evaluate("() => window.pilar.graph.nodes().length") == sum(
+        len(hood[k]) for k in ("entities", "assertions", "supports", "pages"))
+    assert page.evaluate("id => window.pilar.graph.getElementById(id).hasClass('centre')", other)
+    shot(page, "09-recentred.png")
 
     # -- delete a document ------------------------------------------------------
     page.click("#tabs button[data-tab=documents]")
@@ -297,7 +323,7 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     page.wait_for_function("() => document.querySelectorAll('#docs tbody tr').length === 2")
     left = [d["doc_id"] for d in api.get("/v1/documents").json()["items"]]
     assert html_id not in left and stored in left and len(left) == 2
-    shot(page, "09-deleted.png")
+    shot(page, "10-deleted.png")
 
     # the key never travelled in a URL
     assert not [r.url for r in page.requests if KEY in r.url]
@@ -308,7 +334,7 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     assert page.is_hidden("#app") and page.is_hidden("#evidence")
     assert page.locator("#docs tbody tr, #packet li, #ev-body *").count() == 0
     assert page.evaluate("sessionStorage.getItem('pilar.apiKey')") is None
-    shot(page, "10-key-forgotten.png")
+    shot(page, "11-key-forgotten.png")
 
 
 def _image(png: bytes):
