@@ -34,13 +34,13 @@ async function ask() {
   fill(document.getElementById("packet"));
   document.getElementById("answer").hidden = true;
   const result = await call("/v1/search", { method: "POST", json: body });
-  const packet = result.packet || result;
+  const { packet } = result;
   fill(status, `${packet.items.length} items · ${packet.tokens} of ${packet.budget} tokens` +
-    `${packet.estimate ? " (estimated)" : ""} · ${(result.pages || []).length} pages ranked`);
-  const pages = new Map((result.pages || []).map((p) => [p.page_id, p]));
+    `${packet.estimate ? " (estimated)" : ""} · ${result.pages.length} pages ranked`);
+  const pages = new Map(result.pages.map((p) => [p.page_id, p]));
   fill(document.getElementById("packet"),
-    packet.items.map((item, i) => itemView(item, i + 1, pages.get(item.page_id || pageIdOf(item.citation)))));
-  ranked(result.pages || []);
+    packet.items.map((item, i) => itemView(item, i + 1, pages.get(pageIdOf(item.citation)))));
+  ranked(result.pages);
   answer(body);
 }
 
@@ -101,7 +101,7 @@ function itemView(item, n, page) {
 
 /** Score parts and graph paths of a ranked page (PILAR §3.4 trace). */
 export function why(page) {
-  const t = page.trace || {};
+  const t = page.trace;
   const parts = [
     h("span.part", {}, `score ${num(page.score)}`),
     h("span.part", {}, `BM25 ${num(page.bm25)}`),

@@ -37,13 +37,13 @@ export async function refresh(more = false) {
 }
 
 function row(doc) {
-  const type = (doc.media_type || "").includes("pdf") ? "PDF" : "HTML";
+  const type = doc.media_type === "application/pdf" ? "PDF" : "HTML";
   return h("tr", { dataset: { docId: doc.doc_id } },
     h("td", {}, doc.title || doc.uri),
     h("td", {}, type),
     h("td", {}, String(doc.n_pages)),
-    h("td", {}, doc.collection || "default"),
-    h("td.muted", {}, (doc.ingested_at || "").replace("T", " ").slice(0, 19)),
+    h("td", {}, doc.collection),
+    h("td.muted", {}, doc.ingested_at.replace("T", " ").slice(0, 19)),
     h("td", {}, h("code", {}, doc.doc_id)),
     h("td", {}, h("button.quiet", { type: "button", onclick: () => remove(doc) }, "Delete")));
 }

@@ -29,7 +29,7 @@ export async function openPage(target) {
   const page = await call(`/v1/pages/${seg(target.page_id)}`);
   if (ticket !== opened) return; // a later click won
   const cited = new Set(target.support_ids || []);
-  const supports = page.supports || [];
+  const { supports } = page;
   fill(document.getElementById("ev-title"), page.title || page.doc_id);
   fill(document.getElementById("ev-meta"),
     `page ${page.number}${page.n_pages ? ` of ${page.n_pages}` : ""} · ${page.page_id}`);
