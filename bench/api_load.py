@@ -7,9 +7,10 @@ the same run; then 4 uploads ingesting while 20 clients search.
 
 The store (400 dev pages) is copied to a temporary folder first. Each
 concurrency level runs ``--n`` searches in all (fixed-seed lookup questions,
-budget 4,500 tokens, k 10), after 5 warm-up searches; the in-process p50 is
-measured on the same questions, in this process, before the server starts
-(the server and the bench never compete for the 2 cores). The mixed run
+budget 4,500 tokens, k 10), after 5 warm-up searches. The 1-client level
+alternates with in-process ``Pilar.search`` on the same store (this process,
+the same question right before each request), so both see the same load of
+a shared machine; the server is idle meanwhile. The mixed run
 uploads 4 documents of ``../shared/data/multihop`` (one job each) while 20
 clients search for ``--mixed-seconds``; it reports errors, 5xx answers, the
 jobs' outcome and how many times each uploaded document is listed afterwards
@@ -52,19 +53,25 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def in_process(home: Path, qs: list[str]) -> dict:
-    from pilar import Pilar
-
-    p = Pilar(home=home)
-    for q in qs[:5]:
-        p.search(q, budget=BUDGET, k=K)
-    times = []
-    for q in qs:
-        t0 = time.perf_counter()
-        p.search(q, budget=BUDGET, k=K)
-        times.append(time.perf_counter() - t0)
-    return {"p50_ms": 1000 * statistics.median(times), "p95_ms": 1000 * pct(times, 0.95),
-            "n": len(times)}
+def side_by_side(p, url: str, qs: list[str]) -> tuple[dict, dict]:
+    """In-process ``p.search`` then one HTTP search, question by question."""
+    inproc, http = [], []
+    with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=300) as c:
+        for q in qs:
+            t0 = time.perf_counter()
+            p.search(q, budget=BUDGET, k=K)
+            t1 = time.perf_counter()
+            r = c.post("/v1/search", json={"query": q, "budget_tokens": BUDGET, "k": K})
+            t2 = time.perf_counter()
+            assert r.status_code == 200, r.text[:200]
+            inproc.append(t1 - t0)
+            http.append(t2 - t1)
+    wall = sum(http)
+    return ({"p50_ms": 1000 * statistics.median(inproc), "p95_ms": 1000 * pct(inproc, 0.95),
+             "n": len(inproc)},
+            {"clients": 1, "n": len(http), "searches_per_s": len(http) / wall,
+             "p50_ms": 1000 * statistics.median(http), "p95_ms": 1000 * pct(http, 0.95),
+             "errors": 0, "5xx": 0, "error_kinds": []})
 
 
 def run_clients(url: str, qs: list[str], clients: int, stop_at: float | None = None) -> dict:
@@ -159,15 +166,16 @@ def main() -> None:
     home = tmp / "home"
     shutil.copytree(args.store, home)
     qs = questions(args.n + 5)
-    base = in_process(home, qs)
-    console.print(f"in-process Pilar.search: p50 {base['p50_ms']:.0f} ms, "
-                  f"p95 {base['p95_ms']:.0f} ms ({base['n']} searches)")
+    from pilar import Pilar
+
+    p = Pilar(home=home)
     server = ApiServer(home, {"PILAR_API_KEYS": KEY}).start()
     try:
-        with httpx.Client(base_url=server.url, headers={"X-API-Key": KEY}, timeout=300) as c:
-            for q in qs[:5]:
-                c.post("/v1/search", json={"query": q, "budget_tokens": BUDGET, "k": K})
-        levels = [run_clients(server.url, qs[5:], n) for n in (1, 4, 20)]
+        base, one = side_by_side(p, server.url, qs[:5])  # warm-up, both sides
+        base, one = side_by_side(p, server.url, qs[5:])
+        console.print(f"in-process Pilar.search: p50 {base['p50_ms']:.0f} ms, "
+                      f"p95 {base['p95_ms']:.0f} ms ({base['n']} searches)")
+        levels = [one] + [run_clients(server.url, qs[5:], n) for n in (4, 20)]
         mix = mixed(server, qs, args.mixed_seconds)
     finally:
         server.stop()
