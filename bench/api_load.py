@@ -5,7 +5,8 @@ the same run; then 4 uploads ingesting while 20 clients search.
     python bench/api_load.py [--store /work/stores/main-dev] [--n 60] [--mixed-seconds 60]
                              [--json OUT]
 
-The store (400 dev pages) is copied to a temporary folder first. Each
+The store (400 dev pages) is copied to a temporary folder first (SQLite
+backup), and searched as it is: the table reports its page count. Each
 concurrency level runs ``--n`` searches in all (fixed-seed lookup questions,
 budget 4,500 tokens, k 10), after 5 warm-up searches. The 1-client level
 alternates with in-process ``Pilar.search`` on the same store (this process,
@@ -40,6 +41,20 @@ sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "data"
 KEY = "bench-key"
 BUDGET, K = 4500, 10
+
+
+def copy_store(store: Path, home: Path) -> None:
+    """A consistent copy of the embedded store (SQLite's online backup, so a
+    store still being written is copied as of one commit)."""
+    import sqlite3
+
+    home.mkdir(parents=True)
+    src = sqlite3.connect(f"file:{store / 'pilar.sqlite'}?mode=ro", uri=True)
+    dst = sqlite3.connect(home / "pilar.sqlite")
+    with dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
 
 
 def questions(n: int) -> list[str]:
@@ -164,11 +179,12 @@ def main() -> None:
     console = Console()
     tmp = Path(tempfile.mkdtemp(prefix="api-bench-"))
     home = tmp / "home"
-    shutil.copytree(args.store, home)
+    copy_store(args.store, home)
     qs = questions(args.n + 5)
     from pilar import Pilar
 
     p = Pilar(home=home)
+    n_pages = p.stats()["pages"]
     server = ApiServer(home, {"PILAR_API_KEYS": KEY}).start()
     try:
         base, one = side_by_side(p, server.url, qs[:5])  # warm-up, both sides
@@ -179,7 +195,7 @@ def main() -> None:
         mix = mixed(server, qs, args.mixed_seconds)
     finally:
         server.stop()
-    table = Table(title="REST /v1/search over loopback, 400 dev pages (budget 4500, k 10)")
+    table = Table(title=f"REST /v1/search over loopback, {n_pages} pages (budget 4500, k 10)")
     for col in ("clients", "searches", "searches/s", "p50 ms", "p95 ms", "errors", "5xx"):
         table.add_column(col, justify="right")
     for r in levels:
@@ -195,7 +211,7 @@ def main() -> None:
                   f"{s['5xx']} 5xx; jobs done {mix['jobs_done']}/{mix['uploads']}, ingested "
                   f"{mix['files_ingested']}, listed exactly once {mix['listed_once']}")
     if args.json:
-        args.json.write_text(json.dumps({"in_process": base, "levels": levels, "ratio": ratio,
+        args.json.write_text(json.dumps({"pages": n_pages, "in_process": base, "levels": levels, "ratio": ratio,
                                          "mixed": mix}, indent=2))
     shutil.rmtree(tmp, ignore_errors=True)
 
