@@ -5,11 +5,13 @@ the same run; then 4 uploads ingesting while 20 clients search.
     python bench/api_load.py [--store /work/stores/main-dev] [--n 60] [--mixed-seconds 60]
                              [--json OUT]
 
-The store (400 dev pages) is copied to a temporary folder first. Each
+The store (400 dev pages) is copied to a temporary folder first (SQLite
+backup), and searched as it is: the table reports its page count. Each
 concurrency level runs ``--n`` searches in all (fixed-seed lookup questions,
-budget 4,500 tokens, k 10), after 5 warm-up searches; the in-process p50 is
-measured on the same questions, in this process, before the server starts
-(the server and the bench never compete for the 2 cores). The mixed run
+budget 4,500 tokens, k 10), after 5 warm-up searches. The 1-client level
+alternates with in-process ``Pilar.search`` on the same store (this process,
+the same question right before each request), so both see the same load of
+a shared machine; the server is idle meanwhile. The mixed run
 uploads 4 documents of ``../shared/data/multihop`` (one job each) while 20
 clients search for ``--mixed-seconds``; it reports errors, 5xx answers, the
 jobs' outcome and how many times each uploaded document is listed afterwards
@@ -41,6 +43,20 @@ KEY = "bench-key"
 BUDGET, K = 4500, 10
 
 
+def copy_store(store: Path, home: Path) -> None:
+    """A consistent copy of the embedded store (SQLite's online backup, so a
+    store still being written is copied as of one commit)."""
+    import sqlite3
+
+    home.mkdir(parents=True)
+    src = sqlite3.connect(f"file:{store / 'pilar.sqlite'}?mode=ro", uri=True)
+    dst = sqlite3.connect(home / "pilar.sqlite")
+    with dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+
+
 def questions(n: int) -> list[str]:
     with (SHARED / "wtq" / "dev" / "questions.tsv").open(encoding="utf-8") as f:
         rows = [r["question"] for r in csv.DictReader(f, delimiter="\t") if r["lookup"] == "1"]
@@ -52,19 +68,25 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def in_process(home: Path, qs: list[str]) -> dict:
-    from pilar import Pilar
-
-    p = Pilar(home=home)
-    for q in qs[:5]:
-        p.search(q, budget=BUDGET, k=K)
-    times = []
-    for q in qs:
-        t0 = time.perf_counter()
-        p.search(q, budget=BUDGET, k=K)
-        times.append(time.perf_counter() - t0)
-    return {"p50_ms": 1000 * statistics.median(times), "p95_ms": 1000 * pct(times, 0.95),
-            "n": len(times)}
+def side_by_side(p, url: str, qs: list[str]) -> tuple[dict, dict]:
+    """In-process ``p.search`` then one HTTP search, question by question."""
+    inproc, http = [], []
+    with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=300) as c:
+        for q in qs:
+            t0 = time.perf_counter()
+            p.search(q, budget=BUDGET, k=K)
+            t1 = time.perf_counter()
+            r = c.post("/v1/search", json={"query": q, "budget_tokens": BUDGET, "k": K})
+            t2 = time.perf_counter()
+            assert r.status_code == 200, r.text[:200]
+            inproc.append(t1 - t0)
+            http.append(t2 - t1)
+    wall = sum(http)
+    return ({"p50_ms": 1000 * statistics.median(inproc), "p95_ms": 1000 * pct(inproc, 0.95),
+             "n": len(inproc)},
+            {"clients": 1, "n": len(http), "searches_per_s": len(http) / wall,
+             "p50_ms": 1000 * statistics.median(http), "p95_ms": 1000 * pct(http, 0.95),
+             "errors": 0, "5xx": 0, "error_kinds": []})
 
 
 def run_clients(url: str, qs: list[str], clients: int, stop_at: float | None = None) -> dict:
@@ -157,21 +179,23 @@ def main() -> None:
     console = Console()
     tmp = Path(tempfile.mkdtemp(prefix="api-bench-"))
     home = tmp / "home"
-    shutil.copytree(args.store, home)
+    copy_store(args.store, home)
     qs = questions(args.n + 5)
-    base = in_process(home, qs)
-    console.print(f"in-process Pilar.search: p50 {base['p50_ms']:.0f} ms, "
-                  f"p95 {base['p95_ms']:.0f} ms ({base['n']} searches)")
+    from pilar import Pilar
+
+    p = Pilar(home=home)
+    n_pages = p.stats()["pages"]
     server = ApiServer(home, {"PILAR_API_KEYS": KEY}).start()
     try:
-        with httpx.Client(base_url=server.url, headers={"X-API-Key": KEY}, timeout=300) as c:
-            for q in qs[:5]:
-                c.post("/v1/search", json={"query": q, "budget_tokens": BUDGET, "k": K})
-        levels = [run_clients(server.url, qs[5:], n) for n in (1, 4, 20)]
+        base, one = side_by_side(p, server.url, qs[:5])  # warm-up, both sides
+        base, one = side_by_side(p, server.url, qs[5:])
+        console.print(f"in-process Pilar.search: p50 {base['p50_ms']:.0f} ms, "
+                      f"p95 {base['p95_ms']:.0f} ms ({base['n']} searches)")
+        levels = [one] + [run_clients(server.url, qs[5:], n) for n in (4, 20)]
         mix = mixed(server, qs, args.mixed_seconds)
     finally:
         server.stop()
-    table = Table(title="REST /v1/search over loopback, 400 dev pages (budget 4500, k 10)")
+    table = Table(title=f"REST /v1/search over loopback, {n_pages} pages (budget 4500, k 10)")
     for col in ("clients", "searches", "searches/s", "p50 ms", "p95 ms", "errors", "5xx"):
         table.add_column(col, justify="right")
     for r in levels:
@@ -187,7 +211,7 @@ def main() -> None:
                   f"{s['5xx']} 5xx; jobs done {mix['jobs_done']}/{mix['uploads']}, ingested "
                   f"{mix['files_ingested']}, listed exactly once {mix['listed_once']}")
     if args.json:
-        args.json.write_text(json.dumps({"in_process": base, "levels": levels, "ratio": ratio,
+        args.json.write_text(json.dumps({"pages": n_pages, "in_process": base, "levels": levels, "ratio": ratio,
                                          "mixed": mix}, indent=2))
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -164,6 +164,12 @@ class IngestWorker:
         return job
 
     def _run(self) -> None:
+        try:  # documents a crashed writer left pending are removed first
+            removed = self.pilar.recover()
+            if removed:
+                log.warning("removed %d document(s) a stopped write left unfinished", len(removed))
+        except Exception:  # noqa: BLE001 - the next ingest retries the recovery
+            log.exception("recovery of unfinished documents failed")
         while True:
             item = self._queue.get()
             if item is None:

@@ -12,28 +12,23 @@ from __future__ import annotations
 
 from pilar import Pilar
 from pilar.api.auth import Access
-from pilar.model import Document, Packet, SearchResult
-
-DEFAULT_COLLECTION = "default"
+from pilar.model import Document, IngestResult, SearchResult
 
 
-def collection_of(doc: Document) -> str:
-    """The collection a stored document belongs to."""
-    return getattr(doc, "collection", None) or DEFAULT_COLLECTION
+def _names(collections: frozenset[str] | None) -> list[str] | None:
+    return None if collections is None else sorted(collections)
 
 
 def documents(pilar: Pilar, access: Access, collections: list[str] | None = None) -> list[Document]:
     """Stored documents the caller may see (oldest first), optionally only
     those of ``collections``."""
-    wanted = access.narrow(collections)
-    docs = pilar.docs()
-    return docs if wanted is None else [d for d in docs if collection_of(d) in wanted]
+    return pilar.docs(collections=_names(access.narrow(collections)))
 
 
 def document(pilar: Pilar, access: Access, doc_id: str) -> Document | None:
-    """The document ``doc_id`` if it exists and the caller may see it."""
-    found = pilar.graph.documents([doc_id])
-    return found[0] if found and access.allows(collection_of(found[0])) else None
+    """The document ``doc_id`` if it exists (ready) and the caller may see it."""
+    found = pilar.graph.documents([doc_id], collections=_names(access.collections))
+    return found[0] if found else None
 
 
 def visible_doc_ids(pilar: Pilar, access: Access) -> set[str] | None:
@@ -47,34 +42,16 @@ def search(pilar: Pilar, access: Access, query: str, budget: int, k: int | None,
            profile: str | None, doc_ids: list[str] | None,
            collections: list[str] | None) -> SearchResult:
     """:meth:`Pilar.search` within the caller's collections (and ``doc_ids``
-    / ``collections`` when given): pages of other documents are never
+    / ``collections`` when given): pages of other collections are never
     ranked, packed or cited. Raises ``ValueError`` as ``Pilar.search`` does."""
-    wanted = access.narrow(collections)
-    allowed: set[str] | None = None
-    if wanted is not None or doc_ids is not None:
-        allowed = {d.doc_id for d in documents(pilar, access, collections)}
-        if doc_ids is not None:
-            allowed &= set(doc_ids)
-    if allowed is not None and not allowed:
-        pilar.search(query, budget=budget, k=k, profile=profile)  # same validation, no result
-        return SearchResult(query, [], Packet("", [], budget, 0, pilar.tokens.name,
-                                              pilar.tokens.estimate))
-    result = pilar.search(query, budget=budget, k=k, profile=profile)
-    if allowed is None:
-        return result
-    pages = [p for p in result.pages if p.doc_id in allowed]
-    return SearchResult(query, pages, pilar.pack(query, pages, budget))
+    return pilar.search(query, budget=budget, k=k, profile=profile,
+                        collections=_names(access.narrow(collections)), doc_ids=doc_ids)
 
 
-def ingest_file(pilar: Pilar, path, collection: str):
-    """Ingest one file into ``collection`` (:meth:`Pilar.ingest_file`); an
-    :class:`~pilar.model.IngestResult`, never raises for bad input."""
-    if collection != DEFAULT_COLLECTION:
-        from pilar.model import IngestResult
-
-        return IngestResult(str(path), "failed", reason=f"collection {collection!r}: this "
-                            "store holds only the default collection")
-    return pilar.ingest_file(path)
+def ingest_file(pilar: Pilar, path, collection: str) -> IngestResult:
+    """Ingest one file into ``collection`` (:meth:`Pilar.ingest_file`); never
+    raises for bad input."""
+    return pilar.ingest_file(path, collection)
 
 
 def page(pilar: Pilar, access: Access, page_id: str):

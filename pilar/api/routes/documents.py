@@ -24,6 +24,8 @@ from pilar.pipeline import expand_paths
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}}
 COPY_CHUNK = 1024 * 1024
+MAX_JOB_FILES = 10_000
+"""Files one server-side ingest job may hold."""
 EVENT_POLL = 0.25
 """Seconds between two looks at a job's record while streaming its events."""
 
@@ -108,9 +110,11 @@ def routes(settings: Settings) -> APIRouter:
                 files.append((str(f), under_roots(str(f), roots)))
         if not files:
             raise HTTPException(422, "no files found under the given paths")
+        if len(files) > MAX_JOB_FILES:
+            raise HTTPException(422, f"{len(files)} files: one job takes at most {MAX_JOB_FILES}")
         w = worker(request)
         job, _ = w.new_job(body.collection)
-        return accepted(w.submit(job, files[:10 * MAX_IDS]))
+        return accepted(w.submit(job, files))
 
     def accepted(job: Job) -> JobAccepted:
         return JobAccepted(job_id=job.job_id, state=job.state, href=f"/v1/jobs/{job.job_id}",
