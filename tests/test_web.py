@@ -217,7 +217,8 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     shot(page, "04-packet.png")
 
     # -- a PDF citation: the page image with the support's box -----------------
-    n, item = next((i, it) for i, it in enumerate(items) if it["citation"]["bbox"])
+    n, item = next((i, it) for i, it in enumerate(items)  # a row of the PDF's table
+                   if it["citation"]["bbox"] and it["citation"]["table_index"] is not None)
     c = item["citation"]
     page.locator("#packet .item .cite").nth(n).click()
     page.wait_for_selector(f"#evidence[data-page-id='{c['doc_id']}:{c['page']}'][data-state=ready]")
@@ -225,6 +226,8 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     assert page.get_attribute("#evidence", "data-page") == str(c["page"])
     assert img.get_attribute("data-page") == str(c["page"])
     shown = api.get(f"/v1/pages/{c['doc_id']}:{c['page']}").json()
+    assert shown["n_pages"] == 2 and shown["title"] == "Kurt Maschler Award"
+    assert shown["headers"][c["support_id"]] == ["Year", "Author", "Illustrator", "Title", "Publisher"]
     box = page.locator(f"#evidence .box[data-support-id='{c['support_id']}']")
     ib, bb = img.bounding_box(), box.bounding_box()
     x0, y0, x1, y1 = c["bbox"]
@@ -234,8 +237,7 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     assert bb["y"] - ib["y"] == pytest.approx(y0 * sy, abs=1.5)
     assert bb["width"] == pytest.approx((x1 - x0) * sx, abs=1.5)
     assert bb["height"] == pytest.approx((y1 - y0) * sy, abs=1.5)
-    if c["table_index"] is not None:  # a table row: its column headers are shown
-        assert " | ".join(shown["headers"][c["support_id"]]) in page.inner_text("#evidence .context")
+    assert " | ".join(shown["headers"][c["support_id"]]) in page.inner_text("#evidence .context")
     # the server drew the box into the image: pixels on the box's edge differ
     # from the same page rendered without highlight
     drawn = page.evaluate("""([x0, y0, x1, y1, w]) => {
@@ -294,7 +296,11 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     counts = page.evaluate("() => ['entity', 'assertion', 'support', 'page'].map("
                            "k => window.pilar.graph.nodes('.' + k).length)")
     assert counts == [len(hood[k]) for k in ("entities", "assertions", "supports", "pages")]
-    assert hood["pages"]
+    assert hood["pages"] and hood["mentions"]
+    assert {sid for _, sid in hood["mentions"]} <= {s["support_id"] for s in hood["supports"]}
+    assert {p["title"] for p in hood["pages"]} == {"Kurt Maschler Award"}
+    edges = page.evaluate("() => window.pilar.graph.edges('[label = \"MENTIONED_IN\"]').length")
+    assert edges == len(hood["mentions"])
     target = hood["pages"][0]["page_id"]
     shot(page, "07-neighbourhood.png")
     # click the page's node on the canvas, where Cytoscape drew it
