@@ -30,19 +30,22 @@ def hostile(shared_data: Path) -> Path:
     return shared_data / "hostile"
 
 
-SERVERS = {"neo4j": ("NEO4J_URI", "a real Neo4j"),
-           "elasticsearch": ("ELASTICSEARCH_URL", "a real Elasticsearch")}
-"""Marker -> (the env var that enables it, what ./scripts/test starts)."""
+SERVER_MARKERS = {
+    "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
+    "elasticsearch": ("ELASTICSEARCH_URL", "./scripts/test starts a real Elasticsearch"),
+    "browser": ("PILAR_CHROMIUM", "./scripts/test sets it when Debian's chromium is installed"),
+}
+"""Marker -> (environment variable, how it gets set) for tests needing a server or tool."""
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``neo4j`` / ``elasticsearch`` run whenever NEO4J_URI /
-    ELASTICSEARCH_URL is set (and then fail if the server is unreachable);
-    without it they are skipped, saying why."""
-    for marker, (var, what) in SERVERS.items():
+    """Tests marked ``neo4j``, ``elasticsearch`` (``browser``) run whenever
+    NEO4J_URI, ELASTICSEARCH_URL (PILAR_CHROMIUM) is set, and then fail if the server (browser) is not
+    there; without it they are skipped, saying why."""
+    for marker, (var, how) in SERVER_MARKERS.items():
         if os.environ.get(var):
             continue
-        skip = pytest.mark.skip(reason=f"{var} is not set (./scripts/test starts {what})")
+        skip = pytest.mark.skip(reason=f"{var} is not set ({how})")
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
