@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -66,6 +67,10 @@ class Embedder:
         self.device = device
         self.cache = cache
         self._queries: dict[str, np.ndarray] = {}
+        # one use of the model at a time: the fast tokenizer is not reentrant
+        # across threads and encode() changes max_seq_length while it runs;
+        # whoever else calls the tokenizer (token counting) holds it too
+        self.lock = threading.RLock()
 
     @property
     def key(self) -> str:
@@ -109,24 +114,27 @@ class Embedder:
         """``(len(texts), dim)`` float32, L2-normalised. ``max_tokens``
         truncates inputs shorter than the model's own limit (cheaper). Each
         distinct text is embedded once; with a :attr:`cache`, texts embedded
-        before (same model, precision and ``max_tokens``) are read from it."""
+        before (same model and ``max_tokens``) are read from it.
+        Thread-safe: calls from several threads run one at a time."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        distinct = list(dict.fromkeys(texts))
-        found: dict[str, np.ndarray] = {}
-        keys = {}
-        if self.cache is not None:
-            keys = {t: self.cache.key(self.key, max_tokens, t) for t in distinct}
-            found = self.cache.get(keys)
-        todo = [t for t in distinct if t not in found]
-        if todo:
-            fresh = self._encode(todo, max_tokens)
-            found.update(zip(todo, fresh))
+        with self.lock:
+            distinct = list(dict.fromkeys(texts))
+            found: dict[str, np.ndarray] = {}
+            keys = {}
             if self.cache is not None:
-                self.cache.put({keys[t]: v for t, v in zip(todo, fresh)})
-        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+                keys = {t: self.cache.key(self.key, max_tokens, t) for t in distinct}
+                found = self.cache.get(keys)
+            todo = [t for t in distinct if t not in found]
+            if todo:
+                fresh = self._encode(todo, max_tokens)
+                found.update(zip(todo, fresh))
+                if self.cache is not None:
+                    self.cache.put({keys[t]: v for t, v in zip(todo, fresh)})
+            return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
 
     def _encode(self, texts: list[str], max_tokens: int | None) -> np.ndarray:
+        """The model's vectors of ``texts``; the caller holds :attr:`lock`."""
         model = self.model
         limit = model.max_seq_length
         if max_tokens:
@@ -143,10 +151,11 @@ class Embedder:
         embedded once per search, however many stages use it)."""
         cached = self._queries.get(text)
         if cached is None:
-            cached = self._encode([text], None)[0]
-            if len(self._queries) >= 256:
-                self._queries.pop(next(iter(self._queries)))
-            self._queries[text] = cached
+            with self.lock:
+                cached = self._encode([text], None)[0]
+                if len(self._queries) >= 256:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[text] = cached
         return cached
 
     def chunk(self, text: str, title: str = "") -> list[str]:
