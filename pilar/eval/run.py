@@ -87,21 +87,25 @@ def ranked_ids(pages: Sequence[RankedPage], gold: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def score_question(q: Question, got: Retrieved, budget: int, k: int) -> QuestionScore:
-    """Figures of one question: with gold ids, ``recall@1``, ``recall@5``,
+def rank_figures(ranked: Sequence[str], gold: Sequence[str], k: int) -> dict[str, float]:
+    """Ranking figures of one question (``ranked`` as :func:`ranked_ids` gives
+    it, at most :data:`RANK_DEPTH` ids): ``recall@1``, ``recall@5``,
     ``recall@10``, ``recall@1-10`` (the mean over k = 1..10, PILAR App. C),
-    ``MRR@10`` and ``chain@k`` (every gold id in the first ``k``, App. J.8);
+    ``MRR@10`` and ``chain@k`` (every gold id in the first ``k``, App. J.8)."""
+    figures = {f"recall@{kk}": recall_at_k(ranked, gold, kk) for kk in (1, 5, 10)}
+    figures["recall@1-10"] = mean_recall(ranked, gold)
+    figures["MRR@10"] = mrr(ranked, gold, k=RANK_DEPTH)
+    figures[f"chain@{k}"] = chain_coverage(ranked, gold, k)
+    return figures
+
+
+def score_question(q: Question, got: Retrieved, budget: int, k: int) -> QuestionScore:
+    """Figures of one question: with gold ids, :func:`rank_figures`;
     always ``delivery@budget`` (Tessera §4.4); with a prediction, ``EM``,
     ``ANLS`` (the answer parts joined by ", " as the gold string) and, with
     cited texts, ``citation support``."""
-    figures: dict[str, float] = {}
     ranked = ranked_ids(got.pages[:RANK_DEPTH], q.gold)
-    if q.gold:
-        for kk in (1, 5, 10):
-            figures[f"recall@{kk}"] = recall_at_k(ranked, q.gold, kk)
-        figures["recall@1-10"] = mean_recall(ranked, q.gold)
-        figures["MRR@10"] = mrr(ranked, q.gold, k=RANK_DEPTH)
-        figures[f"chain@{k}"] = chain_coverage(ranked, q.gold, k)
+    figures = rank_figures(ranked, q.gold, k) if q.gold else {}
     figures[f"delivery@{budget}"] = float(delivered(q.answers, got.text))
     if got.prediction is not None:
         gold_text = [", ".join(q.answers)]
