@@ -69,8 +69,8 @@ def count_queries(p: Pilar) -> list[int]:
 
 def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, float]:
     """Latency of ``p.search`` over ``questions`` after 5 warm-up searches:
-    ``{"p50_ms", "p95_ms", "mean_ms", "n", "queries_per_search", "load_before",
-    "load_after"}`` (load = 1-minute load average). Every question is
+    ``{"ms" (one per search, in question order), "p50_ms", "p95_ms", "mean_ms",
+    "n", "queries_per_search", "load_before", "load_after"}`` (load = 1-minute load average). Every question is
     embedded afresh (the query-vector cache is emptied). ``cold`` empties the
     page cache (supports and units of packed pages) before every search;
     otherwise all questions run once untimed first, so their pages are
@@ -87,8 +87,9 @@ def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, flo
         t = time.perf_counter()
         p.search(q)
         times.append((time.perf_counter() - t) * 1000)
+    samples = list(times)
     times.sort()
-    return {"p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
+    return {"ms": samples, "p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
             "mean_ms": statistics.fmean(times), "n": len(times),
             "queries_per_search": counter[0] / len(times), "load_before": load_before,
             "load_after": os.getloadavg()[0]}

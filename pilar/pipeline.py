@@ -31,7 +31,7 @@ from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval import open_index
-from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.embeddings import QUERY_CACHE, Embedder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
@@ -296,7 +296,9 @@ class Pilar:
             return Retrieved(pages, self.pack(q.question, pages[:k], budget).text)
 
         return evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
-                        profile=profile or self.settings.profile, progress=progress, notes=notes)
+                        profile=profile or self.settings.profile, progress=progress, notes=notes,
+                        prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
+                        batch=QUERY_CACHE // 2)
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,
              use_units: bool = True) -> Packet:

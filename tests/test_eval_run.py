@@ -124,3 +124,12 @@ def test_cli_eval_prints_the_table_and_writes_json(chains, tmp_path: Path):
     assert "Traceback" not in missing.output
     bad = runner.invoke(app, ["eval", str(tsv), "--home", home, "--budget", "8"])
     assert bad.exit_code == 2 and "budget must be at least 32" in bad.output
+
+
+def test_primed_query_vectors_match_single_encodes(chains):
+    p, _ = chains
+    texts = ["which pump has a 25 bar rating?", "who chairs Orrin Hydraulics?"]
+    single = [p.embedder.encode([t])[0] for t in texts]
+    p.embedder.prime(texts)
+    for t, v in zip(texts, single):
+        assert abs(float(p.embedder.query(t) @ v) - 1.0) < 1e-5

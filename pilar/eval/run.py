@@ -142,19 +142,27 @@ def aggregate(rows: Sequence[QuestionScore]) -> tuple[dict[str, dict[str, float]
 def evaluate(questions: Sequence[Question], method: Method, *, name: str, source: str,
              budget: int, k: int, profile: str | None = None,
              progress: Callable[[int, int], None] | None = None,
-             notes: Sequence[str] = ()) -> EvalReport:
+             notes: Sequence[str] = (),
+             prepare: Callable[[Sequence[Question]], None] | None = None,
+             batch: int = 128) -> EvalReport:
     """Run ``method`` on every question and score it (:func:`score_question`).
 
     ``budget`` (tokens) and ``k`` (pages packed) only label the figures: the
-    method applies them. ``progress(done, total)`` is called after each
+    method applies them. ``prepare(questions)``, when given, is called with
+    each run of ``batch`` questions before their searches (e.g. to embed
+    them in one batch). ``progress(done, total)`` is called after each
     question. Exceptions of the method propagate.
     """
     t0 = time.perf_counter()
     rows = []
-    for i, q in enumerate(questions, 1):
-        rows.append(score_question(q, method(q), budget, k))
-        if progress:
-            progress(i, len(questions))
+    for start in range(0, len(questions), batch):
+        chunk = questions[start:start + batch]
+        if prepare:
+            prepare(chunk)
+        for q in chunk:
+            rows.append(score_question(q, method(q), budget, k))
+            if progress:
+                progress(len(rows), len(questions))
     figures, counts = aggregate(rows)
     return EvalReport(name, source, budget, k, figures, counts, rows,
                       time.perf_counter() - t0, profile, list(notes))
