@@ -3,6 +3,7 @@ vs page-only, side by side, one tokenizer.
 
     python bench/delivery.py --pages DIR --questions TSV --budgets 3072,4500
                              [--limit N] [--json OUT] [--home DIR] [--gold-page]
+                             [--no-ingest]
 
 Any folder of documents and a questions file in the format of
 ``../shared/data/wtq/dev/questions.tsv`` (read by
@@ -59,16 +60,21 @@ def main() -> None:
     ap.add_argument("--home", type=Path, default=Path("bench/out/home-dev"))
     ap.add_argument("--json", type=Path)
     ap.add_argument("--gold-page", action="store_true", help="also run the gold-page setting")
+    ap.add_argument("--no-ingest", action="store_true",
+                    help="use the store in --home as it is (only questions whose gold page it holds)")
     args = ap.parse_args()
     console = Console()
     budgets = [int(b) for b in args.budgets.split(",")]
 
     p = Pilar(home=args.home)
-    t0 = time.perf_counter()
-    n_files, n_failed = ingest(p, args.pages)
-    console.print(f"ingest: {n_files} files ({n_failed} failed) in {time.perf_counter() - t0:.0f} s;"
-                  f" tokenizer {p.tokens.name}{' (estimate)' if p.tokens.estimate else ''}")
+    if not args.no_ingest:
+        t0 = time.perf_counter()
+        n_files, n_failed = ingest(p, args.pages)
+        console.print(f"ingest: {n_files} files ({n_failed} failed) in "
+                      f"{time.perf_counter() - t0:.0f} s")
+    console.print(f"tokenizer {p.tokens.name}{' (estimate)' if p.tokens.estimate else ''}")
     pages = all_pages(p)
+    n_files = len({pg.doc_id for pg in pages.values()})
     page_of: dict[str, str] = {}
     for pid, rec in pages.items():
         page_of.setdefault(Path(rec.source).stem, pid)
