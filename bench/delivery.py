@@ -145,6 +145,7 @@ def main() -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"figures": figures, "per_question": per_question,
+                                         "documents": n_files,
                                          "methods": {"flat_chunks": flat.name}}, indent=1))
 
 

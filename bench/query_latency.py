@@ -124,13 +124,14 @@ def main() -> None:
         report["neo4j, cold page cache"] = measure(neo, questions, cold=True)
     import torch
 
+    report["documents"] = n_docs
     report["env"] = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "neo4j_rust_ext": importlib.util.find_spec("neo4j._rust") is not None}
     table = Table(title=f"search latency, {args.n} questions, {n_docs} documents, reader excluded")
     for col in ("graph backend", "p50 ms", "p95 ms", "mean ms", "queries/search", "load"):
         table.add_column(col)
     for name, r in report.items():
-        if name != "env":
+        if name not in ("env", "documents"):
             table.add_row(name, f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['mean_ms']:.1f}",
                           f"{r['queries_per_search']:.1f}",
                           f"{r['load_before']:.2f} -> {r['load_after']:.2f}")

@@ -77,7 +77,7 @@ def main() -> None:
             figs.update({f"recall@{k}": recall_at_k(ids, q.gold, k) for k in RECALL_KS})
             rows[name].append(figs)
 
-    report: dict = {"per_question": {}}
+    report: dict = {"per_question": {}, "documents": n_files}
     table = Table(title=f"gold-page retrieval, {len(questions)} lookup questions, "
                         f"{n_files} documents")
     for col in ("method", "recall@1", "recall@5", "recall@10", "recall@1-10", "MRR@10",
