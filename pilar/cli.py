@@ -18,7 +18,7 @@ from rich.table import Table
 from pilar.eval.run import markdown_table
 from pilar.model import to_jsonable
 
-EVAL_LIMIT = 500
+EVAL_LIMIT = 300
 """Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
