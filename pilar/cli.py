@@ -17,6 +17,7 @@ from rich.table import Table
 
 from pilar.eval.run import markdown_table
 from pilar.model import to_jsonable
+from pilar.errors import PilarError
 
 EVAL_LIMIT = 300
 """Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
@@ -117,10 +118,10 @@ def search(question: str,
     except (ValueError, PilarError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
-    if as_json:
-        data = to_jsonable(result)
-        data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]
-        out.print_json(json.dumps(data, ensure_ascii=False))
+    if as_json:  # the REST API's response model, so both print the same JSON
+        from pilar.api.models import search_response
+
+        out.print_json(search_response(result).model_dump_json())
         return
     table = Table(title=f"pages for: {escape(question)}", show_lines=False)
     for col in ("#", "score", "bm25", "dense", "page", "document"):
@@ -167,7 +168,10 @@ def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = F
     """List stored documents."""
     documents = _pilar(home).docs(collections=collection or None)
     if as_json:
-        out.print_json(json.dumps(to_jsonable(documents), ensure_ascii=False))
+        from pilar.api.models import DocumentOut
+
+        out.print_json(json.dumps([DocumentOut.model_validate(d).model_dump() for d in documents],
+                                  ensure_ascii=False))
         return
     table = Table(title=f"{len(documents)} documents")
     for col in ("doc_id", "collection", "type", "pages", "title", "source"):
@@ -285,6 +289,40 @@ def eval_(questions: Annotated[Path, typer.Argument(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(to_jsonable(report), ensure_ascii=False, indent=1))
         err.print(f"wrote {escape(str(json_out))}")
+@app.command()
+def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+          workers: Annotated[int, typer.Option(min=1, help="server processes")] = 1,
+          home: HomeOpt = None) -> None:
+    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
+    import os
+
+    import uvicorn
+
+    if home is not None:
+        os.environ["PILAR_HOME"] = str(home)
+    if workers == 1:
+        from pilar.api import create_app
+
+        p = _pilar(None)
+        try:
+            application = create_app(p)
+        except PilarError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        uvicorn.run(application, host=host, port=port, log_level="info")
+    else:  # each process builds its own app from the environment
+        uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_level="info")
+
+
+@app.command()
+def mcp(home: HomeOpt = None) -> None:
+    """Serve the MCP tools (search, get_page, cypher) over stdio, for agent clients."""
+    from pilar.api.auth import Keyring
+    from pilar.api.mcp_server import build_mcp
+
+    build_mcp(_pilar(home), Keyring([])).run("stdio")
 
 
 def main() -> None:
