@@ -1,4 +1,4 @@
-"""The ``pilar`` command line (Typer): ingest, search, docs, delete, stats.
+"""The ``pilar`` command line (Typer): ingest, search, docs, delete, stats, eval.
 
 Every command has the same reach as the Python API (:class:`pilar.Pilar`).
 """
@@ -15,7 +15,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pilar.eval.run import markdown_table
+from pilar.model import to_jsonable
 from pilar.errors import PilarError
+
+EVAL_LIMIT = 300
+"""Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
                   no_args_is_help=True, add_completion=False)
@@ -235,6 +240,55 @@ def cypher(query: str,
                   f"use --limit or LIMIT to see more[/]")
 
 
+@app.command("eval")
+def eval_(questions: Annotated[Path, typer.Argument(
+              help="questions TSV: qid, question, answers ' | '-joined, optional gold "
+                   "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],
+          budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
+          k: Annotated[Optional[int], typer.Option(
+              "--k", help="pages packed and checked for support-chain coverage")] = None,
+          profile: Annotated[Optional[str], typer.Option(
+              help="single-shot (default) or multi-hop")] = None,
+          limit: Annotated[Optional[int], typer.Option(
+              help=f"fixed-seed sample of N questions (default {EVAL_LIMIT}; 0 = all)")] = None,
+          json_out: Annotated[Optional[Path], typer.Option(
+              "--json", help="write the report (figures and per-question rows) as JSON")] = None,
+          home: HomeOpt = None) -> None:
+    """Evaluate search on QUESTIONS over the current store: recall@k, MRR,
+    support-chain coverage and evidence delivery, as a Markdown table."""
+    from pilar.config import PROFILES
+    from pilar.errors import PilarError
+
+    if profile is not None and profile not in PROFILES:
+        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    if limit is not None and limit < 0:
+        raise typer.BadParameter("must be 0 (all) or more", param_hint="--limit")
+    p = _pilar(home)
+    if not p.docs():
+        err.print("the store is empty: add documents with [bold]pilar ingest PATH[/]")
+        raise typer.Exit(1)
+    with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task("", total=None)
+        try:
+            report = p.evaluate(questions, budget=budget, k=k, profile=profile,
+                                limit=EVAL_LIMIT if limit is None else (limit or None),
+                                progress=lambda done, total: bar.update(task, completed=done,
+                                                                        total=total))
+        except (PilarError, ValueError, TypeError) as exc:
+            bar.stop()
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+    for note in report.notes:
+        err.print(f"[yellow]note[/] {escape(note)}")
+    out.print(f"{report.method} on {escape(report.questions)}: {report.counts['all']} questions, "
+              f"budget {report.budget} tokens, k {report.k}, profile {report.profile}, "
+              f"{report.seconds:.0f} s\n", highlight=False)
+    out.print(markdown_table(report), highlight=False, markup=False)
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(to_jsonable(report), ensure_ascii=False, indent=1))
+        err.print(f"wrote {escape(str(json_out))}")
 @app.command()
 def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
           port: Annotated[int, typer.Option(help="TCP port")] = 8000,

@@ -25,3 +25,8 @@ class StoreError(PilarError):
 
 class ConfigError(PilarError):
     """A setting is missing or invalid."""
+
+
+class QuestionsError(PilarError):
+    """A questions file for evaluation cannot be read; ``str(err)`` names the
+    file and the reason, one line."""

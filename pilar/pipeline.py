@@ -28,6 +28,8 @@ import numpy as np
 
 from pilar.config import PROFILES, Settings
 from pilar.errors import IngestError, PilarError
+from pilar.eval.questions import Question, load_questions
+from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
 from pilar.ingest import parse, read_source
 from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Neighborhood,
@@ -36,7 +38,7 @@ from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Nei
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.embeddings import QUERY_CACHE, Embedder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
@@ -305,17 +307,9 @@ class Pilar:
         Raises ``ValueError`` for an empty question, a budget under
         :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
         ``TypeError`` when ``budget`` or ``k`` is not an int."""
-        budget = self.settings.budget if budget is None else budget
-        k = self.settings.top_k if k is None else k
-        for name, value in (("budget", budget), ("k", k)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
-        if budget < MIN_BUDGET:
-            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        budget, k = self._budget_k(budget, k)
         for name, value in (("collections", collections), ("doc_ids", doc_ids)):
             if value is not None and (isinstance(value, str)
                                       or not all(isinstance(v, str) for v in value)):
@@ -323,6 +317,53 @@ class Pilar:
         scope = Scope.of(collections, doc_ids)
         pages = self.retriever(profile).search(question, k, None if scope.unlimited else scope)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
+
+    def _budget_k(self, budget: int | None, k: int | None) -> tuple[int, int]:
+        """``(budget, k)`` with settings' defaults, checked as :meth:`search` says."""
+        budget = self.settings.budget if budget is None else budget
+        k = self.settings.top_k if k is None else k
+        for name, value in (("budget", budget), ("k", k)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+        if budget < MIN_BUDGET:
+            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        return budget, k
+
+    def evaluate(self, questions: str | Path | list[Question], budget: int | None = None,
+                 k: int | None = None, profile: str | None = None, limit: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> EvalReport:
+        """Evaluate search over a questions file (format in
+        :mod:`pilar.eval.questions`; ``limit``: a fixed-seed sample) or a list
+        of :class:`~pilar.eval.questions.Question`: per question the first
+        10 ranked pages give recall@1/5/10, recall@1-10 and MRR@10, the first
+        ``k`` give support-chain coverage and the packet of at most ``budget``
+        tokens whose evidence delivery is checked (:mod:`pilar.eval.run`).
+        ``progress(done, total)`` after each question.
+
+        Raises :class:`~pilar.errors.QuestionsError` for an unreadable file
+        (bad rows are skipped and listed in the report's ``notes``) and the
+        errors of :meth:`search` for bad ``budget``, ``k`` or ``profile``."""
+        budget, k = self._budget_k(budget, k)
+        retriever = self.retriever(profile)
+        notes = []
+        source = "questions"
+        if isinstance(questions, (str, Path)):
+            source = str(questions)
+            questions, notes = load_questions(questions, limit)
+        elif limit is not None:
+            questions = questions[:limit]
+        notes.append("EM, ANLS and citation support need a reader: none is configured")
+
+        def method(q: Question) -> Retrieved:
+            pages = retriever.search(q.question, max(k, RANK_DEPTH))
+            return Retrieved(pages, self.pack(q.question, pages[:k], budget).text)
+
+        return evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
+                        profile=profile or self.settings.profile, progress=progress, notes=notes,
+                        prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
+                        batch=QUERY_CACHE // 2)
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,
              use_units: bool = True) -> Packet:

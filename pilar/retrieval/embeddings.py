@@ -39,6 +39,10 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+QUERY_CACHE = 256
+"""Query vectors an :class:`Embedder` keeps (by text)."""
+
+
 class Embedder:
     """Embeds texts into L2-normalised float32 vectors of shape ``(n, dim)``.
 
@@ -114,11 +118,22 @@ class Embedder:
         cached = self._queries.get(text)
         if cached is None:
             cached = self.encode([text])[0]
-            with self.lock:
-                if len(self._queries) >= 256:
-                    self._queries.pop(next(iter(self._queries)))
-                self._queries[text] = cached
+            self._remember(text, cached)
         return cached
+
+    def prime(self, texts: list[str]) -> None:
+        """Embed the queries ``texts`` in one batch and cache them for
+        :meth:`query` (at most :data:`QUERY_CACHE`; the oldest go first): a
+        batch costs far less than one call per question (evaluation runs)."""
+        texts = [t for t in dict.fromkeys(texts) if t not in self._queries][-QUERY_CACHE:]
+        for text, vec in zip(texts, self.encode(texts)):
+            self._remember(text, vec)
+
+    def _remember(self, text: str, vec: np.ndarray) -> None:
+        with self.lock:
+            if len(self._queries) >= QUERY_CACHE:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = vec
 
     def chunk(self, text: str, title: str = "") -> list[str]:
         """Split a page's text into windows of ``window`` words (at most
