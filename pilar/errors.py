@@ -25,3 +25,8 @@ class StoreError(PilarError):
 
 class ConfigError(PilarError):
     """A setting is missing or invalid."""
+
+
+class EmptyStoreError(StoreError):
+    """There is nothing to read: no store at the configured home, or a store
+    without documents. ``str(err)`` says which and how to add documents."""

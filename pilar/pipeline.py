@@ -15,27 +15,26 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from pilar.config import PROFILES, Settings
-from pilar.errors import IngestError, PilarError
+from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
+from pilar.errors import ConfigError, EmptyStoreError, IngestError, PilarError
 from pilar.graph import open_graph
 from pilar.graph.linking import link_across
-from pilar.ingest import parse, read_source
+from pilar.ingest import PageProgress, parse, read_source
 from pilar.model import (Document, IngestResult, Packet, ParsedDocument, RankedPage,
                          SearchResult, Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval import open_index
-from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.embeddings import Embedder, load_cross_encoder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
-MIN_BUDGET = 32
-"""Smallest packet budget (tokens) a search accepts."""
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
 PAGE_CACHE = 1024
@@ -48,18 +47,32 @@ NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".t
 files named explicitly are always tried, their type sniffed from content."""
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+class Selection(NamedTuple):
+    """What :func:`select_files` found: ``files`` to ingest, and ``skipped``
+    ``(path, reason)`` pairs for files in folders that are not documents."""
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def select_files(paths: Iterable[str | Path]) -> Selection:
     """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped), glob patterns
-    expanded; sorted within each argument, duplicates dropped. A path that
-    matches nothing is kept so that ingestion reports it as missing."""
+    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped, each with its
+    reason), glob patterns expanded; sorted within each argument, duplicates
+    dropped. A path that matches nothing is kept so that ingestion reports
+    it as missing."""
     out: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file()
-                              and f.suffix.lower() not in NOT_DOCUMENTS
-                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
+            for f in sorted(f for f in p.rglob("*") if f.is_file()):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    skipped.append((f, "hidden"))
+                elif f.suffix.lower() in NOT_DOCUMENTS:
+                    skipped.append((f, f"not a document ({f.suffix.lower()})"))
+                else:
+                    out.append(f)
         elif p.exists():
             out.append(p)
         elif glob.has_magic(str(p)):
@@ -67,27 +80,38 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
                               if Path(m).is_file()))
         else:
             out.append(p)
-    return list(dict.fromkeys(out))
+    files = list(dict.fromkeys(out))
+    known = set(files)
+    return Selection(files, list(dict.fromkeys((f, r) for f, r in skipped if f not in known)))
 
 
 class Pilar:
     """pilar's Python API.
 
-    ``Pilar(home=...)`` opens (creating if needed) the store under ``home``
-    (default ``PILAR_HOME``); other settings come from the environment unless
-    ``settings`` is given.
+    ``Pilar(home=...)`` opens (creating if needed, unless ``create`` is
+    False) the store under ``home`` (default ``PILAR_HOME``); other settings
+    come from the environment unless ``settings`` is given.
+
+    Raises :class:`~pilar.errors.ConfigError` when ``home`` is (or lies
+    below) a file, :class:`~pilar.errors.EmptyStoreError` when ``create``
+    is False and there is no embedded store, and
+    :class:`~pilar.errors.StoreError` when a store cannot be opened.
     """
 
-    def __init__(self, home: str | Path | None = None, settings: Settings | None = None):
+    def __init__(self, home: str | Path | None = None, settings: Settings | None = None,
+                 create: bool = True):
         settings = settings or Settings()
         if home is not None:
+            problem = home_problem(Path(home))
+            if problem:
+                raise ConfigError(f"PILAR_HOME={str(home)!r}: {problem}")
             settings = settings.model_copy(update={"home": Path(home)})
         self.settings = settings
         db = None
         if settings.graph == "sqlite" or settings.index == "sqlite":
             from pilar.graph.sqlite import SqliteDatabase
 
-            db = SqliteDatabase(settings.db_path)
+            db = SqliteDatabase(settings.db_path, create=create)
         self.graph = open_graph(settings, db)
         self.index = open_index(settings, db)
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
@@ -115,13 +139,8 @@ class Pilar:
 
     @cached_property
     def selector(self) -> UnitSelector:
-        cross = None
-        if self.settings.reranker_model:
-            from sentence_transformers import CrossEncoder
-
-            from pilar.retrieval.embeddings import resolve_model_path
-
-            cross = CrossEncoder(resolve_model_path(self.settings.reranker_model), device="cpu")
+        cross = load_cross_encoder(self.settings.reranker_model) \
+            if self.settings.reranker_model else None
         return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
                             self.settings.unit_page_weight)
 
@@ -133,20 +152,30 @@ class Pilar:
         A file that fails gets ``status="failed"`` and a one-line ``reason``;
         the rest go on. Unchanged bytes are a no-op (``"unchanged"``); new
         bytes at a known path replace the old document (``"replaced"``).
-        Each document is written in one transaction.
+        Each document is written in one transaction. Bytes already stored
+        from another path get ``"new_source"`` (the path is recorded as
+        another source of that document); files in folders that are not
+        documents get ``"skipped"`` (see :func:`select_files`).
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
+        file would fail alike).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        results = []
-        for path in expand_paths(paths):
+        files, skipped = select_files(paths)
+        results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
+        for path in files:
             result = self.ingest_file(path)
             results.append(result)
             if progress:
                 progress(result)
         return results
 
-    def ingest_file(self, path: Path) -> IngestResult:
-        """Ingest one file; never raises for bad input (see :meth:`ingest`)."""
+    def ingest_file(self, path: Path, on_page: PageProgress | None = None) -> IngestResult:
+        """Ingest one file; never raises for bad input (see :meth:`ingest`).
+        ``on_page(done, total)`` is called as a PDF's pages are parsed.
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
         t0 = time.perf_counter()
         uri = str(Path(path).resolve())
         shown = str(path)
@@ -157,10 +186,15 @@ class Pilar:
             probe = new_document(data, uri, "")
             existing = self.graph.find_by_sha256(probe.sha256)
             if existing is not None:
-                return IngestResult(shown, "unchanged", existing.doc_id, existing.n_pages,
+                status = "new_source" if self.graph.add_source(existing.doc_id, uri) \
+                    else "unchanged"
+                return IngestResult(shown, status, existing.doc_id, existing.n_pages,
+                                    reason=existing.uri if status == "new_source" else None,
                                     seconds=time.perf_counter() - t0)
-            parsed = parse(data, uri=uri, settings=self.settings)
+            parsed = parse(data, uri=uri, settings=self.settings, on_page=on_page)
             replaced = self._store(parsed)
+        except ConfigError:
+            raise
         except IngestError as exc:
             return IngestResult(shown, "failed", reason=exc.reason,
                                 seconds=time.perf_counter() - t0)
@@ -222,7 +256,14 @@ class Pilar:
         True when it replaced an older version at the same uri."""
         vectors, unit_ids = self._embed(parsed)
         self._pages.clear()
-        old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
+        uri = parsed.document.uri
+        known = self.graph.find_by_uri(uri)
+        # new bytes at a known path: a document also found elsewhere only
+        # loses this path; one found nowhere else is replaced
+        for d in known:
+            if len(d.sources) > 1:
+                self.graph.remove_source(d.doc_id, uri)
+        old = [d.doc_id for d in known if len(d.sources) <= 1]
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # the index transaction encloses the graph write: if the graph write
         # fails the index rolls back; on the embedded store both share one
@@ -232,7 +273,7 @@ class Pilar:
                 self.index.delete_document(doc_id)
             self.index.add_pages(parsed.pages, vectors, unit_ids)
             self.graph.write_document(parsed, replaces=old)
-        return bool(old)
+        return bool(known)
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,
@@ -242,9 +283,13 @@ class Pilar:
         ``budget`` tokens (PILAR §3.4-3.5, Tessera §3.4-3.5). ``profile`` is
         ``single-shot`` or ``multi-hop`` (default: ``PILAR_PROFILE``).
 
-        Raises ``ValueError`` for an empty question, a budget under
-        :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
-        ``TypeError`` when ``budget`` or ``k`` is not an int."""
+        Raises ``ValueError`` for an empty question, one longer than
+        ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
+        :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
+        profile; ``TypeError`` when ``budget`` or ``k`` is not an int;
+        :class:`~pilar.errors.EmptyStoreError` (before loading any model)
+        when the store holds no pages; :class:`~pilar.errors.ConfigError`
+        when the embedding or reranker model cannot be loaded."""
         budget = self.settings.budget if budget is None else budget
         k = self.settings.top_k if k is None else k
         for name, value in (("budget", budget), ("k", k)):
@@ -252,11 +297,19 @@ class Pilar:
                 raise TypeError(f"{name} must be an integer, got {value!r}")
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
+        limit = self.settings.max_query_chars
+        if len(question) > limit:
+            raise ValueError(f"the question is {len(question):,} characters, over the "
+                             f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
         if budget < MIN_BUDGET:
             raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        pages = self.retriever(profile).search(question, k)
+        retriever = self.retriever(profile)
+        if self.index.count() == 0:
+            raise EmptyStoreError("the store holds no documents: add some with "
+                                  "`pilar ingest PATH`")
+        pages = retriever.search(question, k)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,

@@ -23,7 +23,18 @@ class GraphStore(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]: ...
     def find_by_sha256(self, sha256: str) -> Document | None: ...
-    def find_by_uri(self, uri: str) -> list[Document]: ...
+    def find_by_uri(self, uri: str) -> list[Document]:
+        """Documents that have ``uri`` among their ``sources``."""
+        ...
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another location of the stored document
+        ``doc_id`` (a copy of the same bytes); False when it was one already
+        or there is no such document."""
+        ...
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a location of ``doc_id`` (new bytes arrived
+        there); ``Document.uri`` moves to the next source when it was this one."""
+        ...
     def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
         """Stored documents, oldest first (then by uri): all, or those of
         ``doc_ids`` that exist. One read whatever the number of ids."""

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pilar.errors import StoreError
+from pilar.errors import EmptyStoreError, StoreError
 from pilar.graph import add_expansion_rows
 from pilar.migrations import migration_files
 from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
@@ -28,15 +28,24 @@ from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Prov
 class SqliteDatabase:
     """A connection to the embedded store file with migrations applied.
 
-    ``path`` is created (with its folder) if missing. Use :meth:`transaction`
-    for writes: everything inside commits together or not at all. Raises
-    :class:`StoreError` if the file cannot be opened or migrated.
+    ``path`` is created (with its folder) if missing, unless ``create`` is
+    False. Use :meth:`transaction` for writes: everything inside commits
+    together or not at all. Raises :class:`EmptyStoreError` when ``create``
+    is False and there is no file, :class:`StoreError` if the file cannot be
+    created, opened or migrated.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, create: bool = True):
         self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise EmptyStoreError(f"no store at {self.path.parent} (PILAR_HOME or --home): "
+                                  "add documents with `pilar ingest PATH`")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {self.path.parent} "
+                             f"(PILAR_HOME): {exc.strerror or exc}") from None
+        try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
@@ -110,11 +119,15 @@ class SqliteGraphStore:
 
     # -- reads -------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute("SELECT * FROM documents WHERE sha256 = ?", (sha256,)).fetchone()
+        row = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE sha256 = ?",
+                                   (sha256,)).fetchone()
         return self._doc(row) if row else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
-        rows = self.db.conn.execute("SELECT * FROM documents WHERE uri = ?", (uri,)).fetchall()
+        """Documents that have ``uri`` among their sources."""
+        rows = self.db.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents d WHERE doc_id IN "
+            "(SELECT doc_id FROM document_sources WHERE uri = ?)", (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
     def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
@@ -122,11 +135,13 @@ class SqliteGraphStore:
         of ``doc_ids`` that exist (unknown ids are skipped). One query.
         Raises ``sqlite3.Error`` if the read fails."""
         if doc_ids is None:
-            rows = self.db.conn.execute("SELECT * FROM documents ORDER BY ingested_at, uri")
+            rows = self.db.conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents d ORDER BY ingested_at, uri")
         else:
             rows = self.db.conn.execute(
-                "SELECT * FROM documents WHERE doc_id IN (SELECT value FROM json_each(?)) "
-                "ORDER BY ingested_at, uri", (json.dumps(list(doc_ids)),))
+                f"SELECT {_DOC_COLUMNS} FROM documents d WHERE doc_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY ingested_at, uri",
+                (json.dumps(list(doc_ids)),))
         return [self._doc(r) for r in rows]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
@@ -205,6 +220,9 @@ class SqliteGraphStore:
                 (doc.doc_id, doc.uri, doc.title, doc.media_type, doc.sha256, doc.n_pages,
                  doc.ingested_at),
             )
+            c.executemany(
+                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) VALUES (?,?,?)",
+                [(doc.doc_id, uri, doc.ingested_at) for uri in doc.sources or [doc.uri]])
             c.executemany(
                 "INSERT INTO pages (page_id, doc_id, number, width, height, text) VALUES (?,?,?,?,?,?)",
                 [(p.page_id, p.doc_id, p.number, p.width, p.height, p.text) for p in parsed.pages],
@@ -354,6 +372,28 @@ class SqliteGraphStore:
                           subject_entity=r[10], object_entity=r[11],
                           supports=tuple(json.loads(r[12]))) for r in rows]
 
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another source of the stored document ``doc_id``;
+        False when it was one already (or there is no such document)."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with self.db.transaction() as c:
+            return c.execute(
+                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) "
+                "SELECT doc_id, ?, ? FROM documents WHERE doc_id = ?",
+                (uri, now, doc_id)).rowcount > 0
+
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a source of ``doc_id`` (its bytes there changed);
+        the document's ``uri`` moves to its next source when it was this one."""
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM document_sources WHERE doc_id = ? AND uri = ?", (doc_id, uri))
+            c.execute(
+                "UPDATE documents SET uri = (SELECT s.uri FROM document_sources s "
+                "WHERE s.doc_id = documents.doc_id ORDER BY s.rowid LIMIT 1) "
+                "WHERE doc_id = ? AND uri = ? AND EXISTS "
+                "(SELECT 1 FROM document_sources s WHERE s.doc_id = documents.doc_id)",
+                (doc_id, uri))
+
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and everything hanging off it, and the entities
         no other document still uses; False if absent."""
@@ -366,7 +406,13 @@ class SqliteGraphStore:
     @staticmethod
     def _doc(row) -> Document:
         return Document(doc_id=row[0], uri=row[1], title=row[2], media_type=row[3], sha256=row[4],
-                        n_pages=row[5], ingested_at=row[6])
+                        n_pages=row[5], ingested_at=row[6], sources=json.loads(row[7]))
+
+
+# a document's columns, its sources (a JSON array, first recorded first) last
+_DOC_COLUMNS = """d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at,
+    (SELECT json_group_array(uri) FROM (SELECT s.uri FROM document_sources s
+     WHERE s.doc_id = d.doc_id ORDER BY s.rowid))"""
 
 
 _STAT_KEYS = ("documents", "pages", "supports", "provenance", "units", "tables", "assertions",
