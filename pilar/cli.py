@@ -145,7 +145,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
     pages = units = assertions = entities = 0
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.description}"), console=err,
-                  transient=False) as bar:
+                  disable=not err.is_terminal) as bar:  # logs get the lines, no bar
         task = bar.add_task("", total=len(files))
         for i, path in enumerate(files):
             name = escape(path.name)
@@ -212,14 +212,15 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
     try:
         p = _open(home, create=False)
-        result = p.search(question, budget=budget, k=k, profile=profile)
+        try:
+            result = p.search(question, budget=budget, k=k, profile=profile)
+        except (ValueError, TypeError) as exc:
+            fail(str(exc), 2)
     except EmptyStoreError as exc:
         if as_json:
             out.print_json(json.dumps({"question": question, "pages": [], "packet": None,
                                        "error": str(exc)}, ensure_ascii=False))
         raise
-    except (ValueError, TypeError) as exc:
-        fail(str(exc), 2)
     if as_json:
         data = to_jsonable(result)
         data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]

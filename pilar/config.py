@@ -167,6 +167,14 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
     )
 
+    @field_validator("embedding_model", "reranker_model")
+    @classmethod
+    def _model_folder_exists(cls, name: str | None) -> str | None:
+        # a path (not a model hub name) is checked at once, before any import
+        if name and name.startswith(("/", ".", "~")) and not Path(name).expanduser().exists():
+            raise PydanticCustomError("model", "no such model folder")
+        return name
+
     @field_validator("home")
     @classmethod
     def _home_is_a_folder(cls, home: Path) -> Path:
