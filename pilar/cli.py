@@ -34,6 +34,8 @@ err = Console(stderr=True, soft_wrap=True)  # one line per message, also in logs
 
 HomeOpt = Annotated[Optional[Path], typer.Option(
     "--home", help="store folder (default: PILAR_HOME, else ~/.local/share/pilar)")]
+CollectionsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--collection", help="only documents of this collection (repeat for several)")]
 ECHO_CHARS = 80
 """Characters of a question echoed in the search header."""
 
@@ -125,6 +127,8 @@ def ingest(paths: Annotated[list[str], typer.Argument(
                metavar="PATH", help="files, folders or globs")],
            verbose: Annotated[bool, typer.Option(
                "--verbose", "-v", help="list each file skipped in a folder and why")] = False,
+           collection: Annotated[str, typer.Option(
+               help="collection the documents belong to")] = "default",
            home: HomeOpt = None) -> None:
     """Ingest PDF and HTML files into the store; exit code 1 if any file failed.
 
@@ -133,6 +137,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
     from pilar.pipeline import select_files
 
     p = _open(home)
+    p.recover()
     files, skipped = select_files(paths)
     if verbose:
         for path, why in skipped:
@@ -155,7 +160,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
                 bar.update(task, completed=i + done / total,
                            description=f"{name} page {done}/{total}")
 
-            r = p.ingest_file(path, on_page=on_page)
+            r = p.ingest_file(path, collection, on_page=on_page)
             counts[r.status] += 1
             pages += r.n_pages if r.status in ("ingested", "replaced") else 0
             units += r.n_units
@@ -203,6 +208,9 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
            profile: Annotated[Optional[str], typer.Option(
                help=f"{' or '.join(PROFILES)} [default: PILAR_PROFILE or "
                     f"{_default('profile')}]")] = None,
+           collection: CollectionsOpt = None,
+           doc: Annotated[Optional[list[str]], typer.Option(
+               "--doc", help="only this document id (repeat for several)")] = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet; exit code 1
     when there is no store or it holds no documents."""
@@ -213,7 +221,8 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
     try:
         p = _open(home, create=False)
         try:
-            result = p.search(question, budget=budget, k=k, profile=profile)
+            result = p.search(question, budget=budget, k=k, profile=profile,
+                              collections=collection or None, doc_ids=doc or None)
         except (ValueError, TypeError) as exc:
             fail(str(exc), 2)
     except EmptyStoreError as exc:
@@ -265,19 +274,19 @@ def _explain(pages, settings) -> None:
 
 @command()
 def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-         home: HomeOpt = None) -> None:
+         collection: CollectionsOpt = None, home: HomeOpt = None) -> None:
     """List stored documents (with every path each was found at)."""
-    documents = _open(home, create=False).docs()
+    documents = _open(home, create=False).docs(collections=collection or None)
     if as_json:
         out.print_json(json.dumps(to_jsonable(documents), ensure_ascii=False))
         return
     table = Table(title=f"{len(documents)} documents")
-    for col in ("doc_id", "type", "pages", "title", "source"):
+    for col in ("doc_id", "collection", "type", "pages", "title", "source"):
         table.add_column(col)
     for d in documents:
         more = f" (+{len(d.sources) - 1} more)" if len(d.sources) > 1 else ""
-        table.add_row(d.doc_id, d.media_type.split("/")[-1], str(d.n_pages), escape(d.title),
-                      escape(d.uri) + more)
+        table.add_row(d.doc_id, escape(d.collection), d.media_type.split("/")[-1], str(d.n_pages),
+                      escape(d.title), escape(d.uri) + more)
     out.print(table)
 
 

@@ -166,6 +166,9 @@ class Settings(BaseSettings):
     elasticsearch_api_key: str | None = Field(
         None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
     )
+    elasticsearch_index: str = Field(
+        "pilar", description="name prefix of the Elasticsearch aliases (<prefix>-pages, "
+        "<prefix>-units); versioned indexes sit behind them")
 
     @field_validator("embedding_model", "reranker_model")
     @classmethod

@@ -12,92 +12,15 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from pathlib import Path
 
-from pilar.errors import EmptyStoreError, StoreError
+from pilar.errors import ConfigError
 from pilar.graph import add_expansion_rows
-from pilar.migrations import migration_files
-from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
-                         Unit, to_jsonable)
-
-
-class SqliteDatabase:
-    """A connection to the embedded store file with migrations applied.
-
-    ``path`` is created (with its folder) if missing, unless ``create`` is
-    False. Use :meth:`transaction` for writes: everything inside commits
-    together or not at all. Raises :class:`EmptyStoreError` when ``create``
-    is False and there is no file, :class:`StoreError` if the file cannot be
-    created, opened or migrated.
-    """
-
-    def __init__(self, path: Path, create: bool = True):
-        self.path = Path(path)
-        if not create and not self.path.is_file():
-            raise EmptyStoreError(f"no store at {self.path.parent} (PILAR_HOME or --home): "
-                                  "add documents with `pilar ingest PATH`")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the store folder {self.path.parent} "
-                             f"(PILAR_HOME): {exc.strerror or exc}") from None
-        try:
-            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=10000")
-            self.migrate()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the embedded store {self.path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._depth = 0
-
-    def migrate(self) -> list[int]:
-        """Apply pending ``migrations/sqlite`` files; returns the versions applied."""
-        current = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        applied = []
-        for version, path in migration_files("sqlite", ".sql"):
-            if version <= current:
-                continue
-            script = path.read_text(encoding="utf-8")
-            self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
-            applied.append(version)
-        return applied
-
-    @property
-    def schema_version(self) -> int:
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``); nested uses join the outer one."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self.conn
-                finally:
-                    self._depth -= 1
-                return
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
-                self.conn.execute("COMMIT")
-            finally:
-                self._depth = 0
-
-    def close(self) -> None:
-        self.conn.close()
+from pilar.model import (Assertion, Document, DocumentStatus, Entity, Page, ParsedDocument,
+                         Provenance, Support, Unit, to_jsonable)
+from pilar.stores import SqliteDatabase
 
 
 def _j(value) -> str:
@@ -112,6 +35,13 @@ class SqliteGraphStore:
     def __init__(self, db: SqliteDatabase):
         self.db = db
 
+    def migrate(self) -> list[int]:
+        """Apply pending ``migrations/sqlite`` files (shared with the page index)."""
+        return self.db.migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self.db.transaction():
@@ -119,29 +49,32 @@ class SqliteGraphStore:
 
     # -- reads -------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE sha256 = ?",
+        row = self.db.conn.execute(f"SELECT {_DOC_READ} FROM documents d WHERE sha256 = ?",
                                    (sha256,)).fetchone()
         return self._doc(row) if row else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
-        """Documents that have ``uri`` among their sources."""
+        """Documents that have ``uri`` among their sources, whatever their status."""
         rows = self.db.conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents d WHERE doc_id IN "
+            f"SELECT {_DOC_READ} FROM documents d WHERE doc_id IN "
             "(SELECT doc_id FROM document_sources WHERE uri = ?)", (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
-    def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
+    def documents(self, doc_ids: list[str] | None = None, *,
+                  collections: list[str] | None = None,
+                  statuses: tuple[DocumentStatus, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all of them, or those
-        of ``doc_ids`` that exist (unknown ids are skipped). One query.
-        Raises ``sqlite3.Error`` if the read fails."""
-        if doc_ids is None:
-            rows = self.db.conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents d ORDER BY ingested_at, uri")
-        else:
-            rows = self.db.conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents d WHERE doc_id IN "
-                "(SELECT value FROM json_each(?)) ORDER BY ingested_at, uri",
-                (json.dumps(list(doc_ids)),))
+        of ``doc_ids`` that exist (unknown ids are skipped), limited to
+        ``collections`` and ``statuses`` when given. One query. Raises
+        ``sqlite3.Error`` if the read fails."""
+        rows = self.db.conn.execute(
+            f"SELECT {_DOC_READ} FROM documents d WHERE "
+            "(?1 IS NULL OR doc_id IN (SELECT value FROM json_each(?1))) AND "
+            "(?2 IS NULL OR collection IN (SELECT value FROM json_each(?2))) AND "
+            "(?3 IS NULL OR status IN (SELECT value FROM json_each(?3))) "
+            "ORDER BY ingested_at, uri",
+            tuple(None if v is None else json.dumps(list(v))
+                  for v in (doc_ids, collections, statuses)))
         return [self._doc(r) for r in rows]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
@@ -203,26 +136,37 @@ class SqliteGraphStore:
         return dict(zip(_STAT_KEYS, self.db.conn.execute(_STATS_SQL).fetchone()))
 
     # -- writes ------------------------------------------------------------
+    def begin_document(self, doc: Document) -> None:
+        """Record ``doc`` with status ``pending`` and no layers (see
+        :meth:`pilar.graph.GraphStore.begin_document`)."""
+        doc.status = "pending"
+        doc.ingested_at = _now()
+        with self.db.transaction() as c:
+            c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            self._write_sources(c, doc)
+
+    def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
+        with self.db.transaction() as c:
+            return c.execute("UPDATE documents SET status = ? WHERE doc_id = ?",
+                             (status, doc_id)).rowcount > 0
+
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
-        """Insert one parsed document with all its layers (after deleting the
-        documents ``replaces``), inside the caller's transaction or its own.
-        Returns the stored Document (``ingested_at`` set)."""
+        """Insert one parsed document with all its layers and status
+        ``ready``, inside the caller's transaction or its own; the documents
+        ``replaces`` lose their layers and become ``deleting`` in the same
+        transaction. Returns the stored Document (``ingested_at`` set)."""
         doc = parsed.document
-        doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc.ingested_at = _now()
+        doc.status = "ready"
         with self.db.transaction() as c:
             for old in replaces:
-                c.execute("DELETE FROM documents WHERE doc_id = ?", (old,))
+                for table in _LAYER_TABLES:
+                    c.execute(f"DELETE FROM {table} WHERE doc_id = ?", (old,))
+                c.execute("UPDATE documents SET status = 'deleting' WHERE doc_id = ?", (old,))
             if replaces:
                 c.execute(_DELETE_ORPHAN_ENTITIES)
-            c.execute(
-                "INSERT INTO documents (doc_id, uri, title, media_type, sha256, n_pages, ingested_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (doc.doc_id, doc.uri, doc.title, doc.media_type, doc.sha256, doc.n_pages,
-                 doc.ingested_at),
-            )
-            c.executemany(
-                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) VALUES (?,?,?)",
-                [(doc.doc_id, uri, doc.ingested_at) for uri in doc.sources or [doc.uri]])
+            c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            self._write_sources(c, doc)
             c.executemany(
                 "INSERT INTO pages (page_id, doc_id, number, width, height, text) VALUES (?,?,?,?,?,?)",
                 [(p.page_id, p.doc_id, p.number, p.width, p.height, p.text) for p in parsed.pages],
@@ -255,6 +199,33 @@ class SqliteGraphStore:
             )
             self._write_entities(c, parsed)
         return doc
+
+    @staticmethod
+    def _write_sources(c: sqlite3.Connection, doc: Document) -> None:
+        c.executemany(
+            "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) VALUES (?,?,?)",
+            [(doc.doc_id, uri, doc.ingested_at) for uri in doc.sources or [doc.uri]])
+
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another source of the stored document ``doc_id``;
+        False when it was one already (or there is no such document)."""
+        with self.db.transaction() as c:
+            return c.execute(
+                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) "
+                "SELECT doc_id, ?, ? FROM documents WHERE doc_id = ?",
+                (uri, _now(), doc_id)).rowcount > 0
+
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a source of ``doc_id`` (its bytes there changed);
+        the document's ``uri`` moves to its next source when it was this one."""
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM document_sources WHERE doc_id = ? AND uri = ?", (doc_id, uri))
+            c.execute(
+                "UPDATE documents SET uri = (SELECT s.uri FROM document_sources s "
+                "WHERE s.doc_id = documents.doc_id ORDER BY s.rowid LIMIT 1) "
+                "WHERE doc_id = ? AND uri = ? AND EXISTS "
+                "(SELECT 1 FROM document_sources s WHERE s.doc_id = documents.doc_id)",
+                (doc_id, uri))
 
     @staticmethod
     def _write_entities(c: sqlite3.Connection, parsed: ParsedDocument) -> None:
@@ -372,28 +343,6 @@ class SqliteGraphStore:
                           subject_entity=r[10], object_entity=r[11],
                           supports=tuple(json.loads(r[12]))) for r in rows]
 
-    def add_source(self, doc_id: str, uri: str) -> bool:
-        """Record ``uri`` as another source of the stored document ``doc_id``;
-        False when it was one already (or there is no such document)."""
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        with self.db.transaction() as c:
-            return c.execute(
-                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) "
-                "SELECT doc_id, ?, ? FROM documents WHERE doc_id = ?",
-                (uri, now, doc_id)).rowcount > 0
-
-    def remove_source(self, doc_id: str, uri: str) -> None:
-        """Forget ``uri`` as a source of ``doc_id`` (its bytes there changed);
-        the document's ``uri`` moves to its next source when it was this one."""
-        with self.db.transaction() as c:
-            c.execute("DELETE FROM document_sources WHERE doc_id = ? AND uri = ?", (doc_id, uri))
-            c.execute(
-                "UPDATE documents SET uri = (SELECT s.uri FROM document_sources s "
-                "WHERE s.doc_id = documents.doc_id ORDER BY s.rowid LIMIT 1) "
-                "WHERE doc_id = ? AND uri = ? AND EXISTS "
-                "(SELECT 1 FROM document_sources s WHERE s.doc_id = documents.doc_id)",
-                (doc_id, uri))
-
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and everything hanging off it, and the entities
         no other document still uses; False if absent."""
@@ -403,23 +352,48 @@ class SqliteGraphStore:
                 c.execute(_DELETE_ORPHAN_ENTITIES)
             return deleted
 
+    def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
+               row_cap: int = 1000):
+        """Cypher needs a graph server: always raises :class:`ConfigError`."""
+        raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
+
     @staticmethod
     def _doc(row) -> Document:
         return Document(doc_id=row[0], uri=row[1], title=row[2], media_type=row[3], sha256=row[4],
-                        n_pages=row[5], ingested_at=row[6], sources=json.loads(row[7]))
+                        n_pages=row[5], ingested_at=row[6], collection=row[7], status=row[8],
+                        sources=json.loads(row[9]))
+
+    @staticmethod
+    def _doc_row(doc: Document) -> tuple:
+        return (doc.doc_id, doc.uri, doc.title, doc.media_type, doc.sha256, doc.n_pages,
+                doc.ingested_at, doc.collection, doc.status)
 
 
-# a document's columns, its sources (a JSON array, first recorded first) last
-_DOC_COLUMNS = """d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at,
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+_DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, collection, "
+                "status")
+# a document's columns as read, its sources (a JSON array, first recorded first) last
+_DOC_READ = ", ".join(f"d.{c}" for c in _DOC_COLUMNS.split(", ")) + """,
     (SELECT json_group_array(uri) FROM (SELECT s.uri FROM document_sources s
      WHERE s.doc_id = d.doc_id ORDER BY s.rowid))"""
+_UPSERT_DOCUMENT = f"""
+INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)
+ON CONFLICT(doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title,
+  media_type = excluded.media_type, sha256 = excluded.sha256, n_pages = excluded.n_pages,
+  ingested_at = excluded.ingested_at, collection = excluded.collection, status = excluded.status
+"""
+# the tables holding a document's own layers (its Document row aside)
+_LAYER_TABLES = ("assertions", "units", "table_grids", "supports", "provenance", "pages")
 
 
 _STAT_KEYS = ("documents", "pages", "supports", "provenance", "units", "tables", "assertions",
               "entities", "IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM",
               "SUPPORTED_BY", "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS")
 _STATS_SQL = """
-SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM pages),
+SELECT (SELECT count(*) FROM documents WHERE status = 'ready'), (SELECT count(*) FROM pages),
        (SELECT count(*) FROM supports), (SELECT count(*) FROM provenance),
        (SELECT count(*) FROM units), (SELECT count(*) FROM table_grids),
        (SELECT count(*) FROM assertions), (SELECT count(*) FROM entities),
