@@ -39,8 +39,7 @@ def pilar(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Run:
     base = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
     base.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                 COLUMNS="200", **(env or {}))
-    proc = subprocess.run([PILAR, *args], cwd=cwd, env=base, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([PILAR, *args], cwd=cwd, env=base, capture_output=True, text=True)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -141,9 +141,11 @@ def test_a_copy_is_another_source_and_keeps_the_document_when_one_path_changes(t
 
 
 def test_files_in_folders_that_are_not_documents_are_reported_skipped(tmp_path: Path):
-    shutil.copy(CORPUS / "204-903.html", tmp_path / "page.html")
-    (tmp_path / "README.md").write_text("notes")
-    results = Pilar(home=tmp_path / "home").ingest([tmp_path / "page.html", tmp_path])
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(CORPUS / "204-903.html", folder / "page.html")
+    (folder / "README.md").write_text("notes")
+    results = Pilar(home=tmp_path / "home").ingest([folder / "page.html", folder])
     assert [(Path(r.path).name, r.status, r.reason) for r in results] == [
         ("README.md", "skipped", "not a document (.md)"), ("page.html", "ingested", None)]
 
