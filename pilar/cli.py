@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings
+from pilar.errors import PilarError
 from pilar.model import to_jsonable
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
@@ -231,9 +232,9 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
                                        "error": str(exc)}, ensure_ascii=False))
         raise
     if as_json:
-        data = to_jsonable(result)
-        data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]
-        out.print_json(json.dumps(data, ensure_ascii=False))
+        from pilar.api.models import search_response  # the REST API's response model
+
+        out.print_json(search_response(result).model_dump_json())
         return
     table = Table(title=f"pages for: {escape(clip(question))}", show_lines=False)
     for col in ("#", "score", "bm25", "dense", "page", "document"):
@@ -278,7 +279,10 @@ def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = F
     """List stored documents (with every path each was found at)."""
     documents = _open(home, create=False).docs(collections=collection or None)
     if as_json:
-        out.print_json(json.dumps(to_jsonable(documents), ensure_ascii=False))
+        from pilar.api.models import DocumentOut
+
+        out.print_json(json.dumps([DocumentOut.model_validate(d).model_dump() for d in documents],
+                                  ensure_ascii=False))
         return
     table = Table(title=f"{len(documents)} documents")
     for col in ("doc_id", "collection", "type", "pages", "title", "source"):
@@ -343,6 +347,42 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
     if result.truncated:
         err.print(f"[yellow]cut at the row cap of {result.row_cap} rows; "
                   f"use --limit or LIMIT to see more[/]")
+
+
+@app.command()
+def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+          workers: Annotated[int, typer.Option(min=1, help="server processes")] = 1,
+          home: HomeOpt = None) -> None:
+    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
+    import os
+
+    import uvicorn
+
+    if home is not None:
+        os.environ["PILAR_HOME"] = str(home)
+    if workers == 1:
+        from pilar.api import create_app
+
+        p = _pilar(None)
+        try:
+            application = create_app(p)
+        except PilarError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        uvicorn.run(application, host=host, port=port, log_level="info")
+    else:  # each process builds its own app from the environment
+        uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_level="info")
+
+
+@app.command()
+def mcp(home: HomeOpt = None) -> None:
+    """Serve the MCP tools (search, get_page, cypher) over stdio, for agent clients."""
+    from pilar.api.auth import Keyring
+    from pilar.api.mcp_server import build_mcp
+
+    build_mcp(_pilar(home), Keyring([])).run("stdio")
 
 
 def main() -> None:

@@ -153,6 +153,20 @@ class Settings(BaseSettings):
     aliases_path: Path | None = Field(
         None, description="alias table TSV (default pilar/ingest/aliases.tsv)")
 
+    # serving (pilar.api): keys, limits, roots
+    api_keys: str = Field("", description="comma-separated API keys, each KEY or "
+                          "KEY:coll1+coll2 (limited to those collections); empty = open")
+    ingest_roots: str = Field("", description="server folders (os.pathsep- or comma-separated) "
+                              "whose files POST /v1/documents may ingest by path; empty = none")
+    api_cors_origins: str = Field("", description="comma-separated origins allowed by CORS; "
+                                  "empty = CORS off")
+    api_max_body_bytes: int = Field(1024 * 1024, description="largest JSON request body")
+    api_max_upload_bytes: int = Field(
+        1024 * 1024 * 1024, description="largest multipart upload (all files of one request)")
+    api_max_upload_files: int = Field(100, description="files per upload request at most")
+    api_allowed_hosts: str = Field("", description="Host headers /mcp accepts besides "
+                                   "localhost (comma-separated host:port patterns; * = any)")
+
     neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"))
     neo4j_username: str | None = Field(
         None, validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username")

@@ -404,6 +404,34 @@ class SearchResult:
     packet: Packet
 
 
+@dataclass(slots=True)
+class EntityLinks:
+    """One hop of the graph around some entities (read by
+    :meth:`pilar.graph.GraphStore.entity_links`): the assertions they are
+    subject or object of, their mentions as ``(entity_id, support_id)``
+    pairs, and their ``SAME_AS`` links in either direction."""
+
+    assertions: list[Assertion] = field(default_factory=list)
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+    same_as: list[SameAs] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Neighborhood:
+    """What lies within some hops of an entity (PILAR §3.3 layers): entities,
+    the assertions linking them, ``SAME_AS`` links, the supports of those
+    assertions and mentions, and the pages those supports sit on
+    (``page_id`` strings, document order); ``mentions`` are the
+    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``."""
+
+    entities: list[Entity]
+    assertions: list[Assertion]
+    same_as: list[SameAs]
+    supports: list[Support]
+    pages: list[str]
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+
+
 def to_jsonable(obj: Any) -> Any:
     """Turn records (and lists/dicts/tuples of them) into JSON-safe values.
 

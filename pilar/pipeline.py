@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import glob
 import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -30,8 +31,9 @@ from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
 from pilar.errors import ConfigError, EmptyStoreError, IngestError, PilarError
 from pilar.graph.linking import link_across
 from pilar.ingest import PageProgress, parse, read_source
-from pilar.model import (DEFAULT_COLLECTION, Document, IngestResult, Packet, ParsedDocument,
-                         RankedPage, Scope, SearchResult, Support, Unit)
+from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Neighborhood,
+                         Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
+                         Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
@@ -128,11 +130,12 @@ class Pilar:
         self.graph, self.index = open_stores(settings, create=create)
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
+        self._pages_lock = threading.Lock()
 
     @cached_property
     def tokens(self) -> TokenCounter:
         return TokenCounter.for_reader(self.settings.reader_model, self.embedder.tokenizer,
-                                       self.settings.embedding_model)
+                                       self.settings.embedding_model, self.embedder.lock)
 
     @cached_property
     def hybrid(self) -> HybridRetriever:
@@ -289,7 +292,7 @@ class Pilar:
         the same uri. On failure what was written is removed and the error
         raised."""
         vectors, unit_ids = self._embed(parsed)
-        self._pages.clear()
+        self._drop_page_cache()
         doc = parsed.document
         known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
         # new bytes at a known path: a document also found elsewhere only
@@ -398,20 +401,64 @@ class Pilar:
         :data:`PAGE_CACHE` pages: units are query-independent and may be
         cached per page (Tessera §3.2), and pages are content-addressed (a
         doc_id is the SHA-256 of the bytes), so a cached page stays valid.
-        Ingesting or deleting through this object empties the cache."""
+        Ingesting or deleting through this object empties the cache. Safe
+        under threads (the store reads run outside the cache's lock)."""
         cache = self._pages
-        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in cache]
+        with self._pages_lock:
+            out = {pid: cache[pid] for pid in page_ids if pid in cache}
+        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in out]
         if missing:
             supports = self.graph.supports_on_pages(missing)
             units = self.graph.units_on_pages(missing)
             for pid in missing:
-                cache[pid] = (supports.get(pid, []), units.get(pid, []))
-        for pid in page_ids:
-            cache.move_to_end(pid)
-        out = {pid: cache[pid] for pid in page_ids}
-        while len(cache) > PAGE_CACHE:
-            cache.popitem(last=False)
-        return out
+                out[pid] = (supports.get(pid, []), units.get(pid, []))
+        with self._pages_lock:
+            for pid in page_ids:
+                cache[pid] = out[pid]
+                cache.move_to_end(pid)
+            while len(cache) > PAGE_CACHE:
+                cache.popitem(last=False)
+        return {pid: out[pid] for pid in page_ids}
+
+    def _drop_page_cache(self) -> None:
+        with self._pages_lock:
+            self._pages.clear()
+
+    # -- exploration -----------------------------------------------------------
+    def page(self, page_id: str) -> tuple[Page, list[Support]] | None:
+        """A stored page and its supports (document order, with provenance), or None."""
+        page = self.graph.pages([page_id]).get(page_id)
+        if page is None:
+            return None
+        return page, self.graph.supports_on_pages([page_id])[page_id]
+
+    def row_headers(self, page_id: str) -> dict[str, tuple[str, ...]]:
+        """``{support_id: column headers}`` of the table rows on page
+        ``page_id``: the header path of each cell, as the row's evidence unit
+        carries them (Tessera §3.3; a key-value row's key); empty without rows."""
+        units = self._page_material([page_id])[page_id][1]
+        return {u.support_id: u.headers for u in units if u.kind == "row"}
+
+    def entities(self, query: str, limit: int = 20) -> list[Entity]:
+        """Entities whose name or aliases share words with ``query`` (full-text,
+        best first, at most ``limit``)."""
+        return self.graph.entity_candidates(query, limit)
+
+    def entity(self, entity_id: str) -> Entity | None:
+        return self.graph.get_entities([entity_id]).get(entity_id)
+
+    def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """``{entity_id: [doc_id, ...]}``: the documents that use each entity."""
+        return self.graph.entity_documents(entity_ids)
+
+    def neighborhood(self, entity_id: str, depth: int = 1, doc_ids: set[str] | None = None,
+                     limit: int = 50) -> Neighborhood | None:
+        """Entities, assertions, supports and pages within ``depth`` hops of
+        ``entity_id`` (:func:`pilar.graph.explore.neighborhood`), only of
+        ``doc_ids`` when given; None for an unknown entity."""
+        from pilar.graph.explore import neighborhood
+
+        return neighborhood(self.graph, entity_id, depth, doc_ids, limit)
 
     def docs(self, collections: list[str] | None = None) -> list[Document]:
         """Stored (``ready``) documents, oldest first; only those in
@@ -420,7 +467,7 @@ class Pilar:
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document from index and graph; False if it was not stored."""
-        self._pages.clear()
+        self._drop_page_cache()
         with self.index.transaction():
             return self._remove(doc_id)
 

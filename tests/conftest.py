@@ -30,15 +30,24 @@ def hostile(shared_data: Path) -> Path:
     return shared_data / "hostile"
 
 
+SERVER_MARKERS = {
+    "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
+    "browser": ("PILAR_CHROMIUM", "./scripts/test sets it when Debian's chromium is installed"),
+}
+"""Marker -> (environment variable, how it gets set) for tests needing a server or tool."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``neo4j`` run whenever NEO4J_URI is set (and then fail if
-    the server is unreachable); without it they are skipped, saying why."""
-    if os.environ.get("NEO4J_URI"):
-        return
-    skip = pytest.mark.skip(reason="NEO4J_URI is not set (./scripts/test starts a real Neo4j)")
-    for item in items:
-        if "neo4j" in item.keywords:
-            item.add_marker(skip)
+    """Tests marked ``neo4j`` (``browser``) run whenever NEO4J_URI
+    (PILAR_CHROMIUM) is set, and then fail if the server (browser) is not
+    there; without it they are skipped, saying why."""
+    for marker, (var, how) in SERVER_MARKERS.items():
+        if os.environ.get(var):
+            continue
+        skip = pytest.mark.skip(reason=f"{var} is not set ({how})")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import gc
 import os
 import re
 from collections.abc import Callable
+import threading
 from functools import cached_property
 from pathlib import Path
 
@@ -104,6 +105,10 @@ class Embedder:
         self.window = window
         self.max_chunks = max_chunks
         self._queries: dict[str, np.ndarray] = {}
+        # one use of the model at a time: the fast tokenizer is not reentrant
+        # across threads and encode() changes max_seq_length while it runs;
+        # whoever else calls the tokenizer (token counting) holds it too
+        self.lock = threading.RLock()
 
     @cached_property
     def model(self):
@@ -132,18 +137,20 @@ class Embedder:
 
     def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         """``(len(texts), dim)`` float32, L2-normalised. ``max_tokens``
-        truncates inputs shorter than the model's own limit (cheaper)."""
+        truncates inputs shorter than the model's own limit (cheaper).
+        Thread-safe: calls from several threads run one at a time."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = self.model
-        limit = model.max_seq_length
-        if max_tokens:
-            model.max_seq_length = min(limit, max_tokens)
-        try:
-            vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
-        finally:
-            model.max_seq_length = limit
+        with self.lock:
+            model = self.model
+            limit = model.max_seq_length
+            if max_tokens:
+                model.max_seq_length = min(limit, max_tokens)
+            try:
+                vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+            finally:
+                model.max_seq_length = limit
         return np.asarray(vecs, dtype=np.float32)
 
     def query(self, text: str) -> np.ndarray:
@@ -152,9 +159,10 @@ class Embedder:
         cached = self._queries.get(text)
         if cached is None:
             cached = self.encode([text])[0]
-            if len(self._queries) >= 256:
-                self._queries.pop(next(iter(self._queries)))
-            self._queries[text] = cached
+            with self.lock:
+                if len(self._queries) >= 256:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[text] = cached
         return cached
 
     def chunk(self, text: str, title: str = "") -> list[str]:
