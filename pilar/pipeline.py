@@ -23,28 +23,27 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from pilar.config import PROFILES, Settings
-from pilar.errors import IngestError, PilarError
+from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
+from pilar.errors import ConfigError, EmptyStoreError, IngestError, PilarError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
-from pilar.ingest import parse, read_source
+from pilar.ingest import PageProgress, parse, read_source
 from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Neighborhood,
                          Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
                          Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import QUERY_CACHE, Embedder
+from pilar.retrieval.embeddings import QUERY_CACHE, Embedder, load_cross_encoder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
-MIN_BUDGET = 32
-"""Smallest packet budget (tokens) a search accepts."""
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
 PAGE_CACHE = 1024
@@ -57,18 +56,32 @@ NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".t
 files named explicitly are always tried, their type sniffed from content."""
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+class Selection(NamedTuple):
+    """What :func:`select_files` found: ``files`` to ingest, and ``skipped``
+    ``(path, reason)`` pairs for files in folders that are not documents."""
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def select_files(paths: Iterable[str | Path]) -> Selection:
     """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped), glob patterns
-    expanded; sorted within each argument, duplicates dropped. A path that
-    matches nothing is kept so that ingestion reports it as missing."""
+    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped, each with its
+    reason), glob patterns expanded; sorted within each argument, duplicates
+    dropped. A path that matches nothing is kept so that ingestion reports
+    it as missing."""
     out: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file()
-                              and f.suffix.lower() not in NOT_DOCUMENTS
-                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
+            for f in sorted(f for f in p.rglob("*") if f.is_file()):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    skipped.append((f, "hidden"))
+                elif f.suffix.lower() in NOT_DOCUMENTS:
+                    skipped.append((f, f"not a document ({f.suffix.lower()})"))
+                else:
+                    out.append(f)
         elif p.exists():
             out.append(p)
         elif glob.has_magic(str(p)):
@@ -76,7 +89,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
                               if Path(m).is_file()))
         else:
             out.append(p)
-    return list(dict.fromkeys(out))
+    files = list(dict.fromkeys(out))
+    known = set(files)
+    return Selection(files, list(dict.fromkeys((f, r) for f, r in skipped if f not in known)))
 
 
 def page_sections(parsed: ParsedDocument) -> list[list[str]]:
@@ -93,19 +108,28 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
 class Pilar:
     """pilar's Python API.
 
-    ``Pilar(home=...)`` opens (creating if needed) the store under ``home``
-    (default ``PILAR_HOME``); other settings come from the environment unless
-    ``settings`` is given.
+    ``Pilar(home=...)`` opens (creating if needed, unless ``create`` is
+    False) the store under ``home`` (default ``PILAR_HOME``); other settings
+    come from the environment unless ``settings`` is given.
+
+    Raises :class:`~pilar.errors.ConfigError` when ``home`` is (or lies
+    below) a file, :class:`~pilar.errors.EmptyStoreError` when ``create``
+    is False and there is no embedded store, and
+    :class:`~pilar.errors.StoreError` when a store cannot be opened.
     """
 
-    def __init__(self, home: str | Path | None = None, settings: Settings | None = None):
+    def __init__(self, home: str | Path | None = None, settings: Settings | None = None,
+                 create: bool = True):
         settings = settings or Settings()
         if home is not None:
+            problem = home_problem(Path(home))
+            if problem:
+                raise ConfigError(f"PILAR_HOME={str(home)!r}: {problem}")
             settings = settings.model_copy(update={"home": Path(home)})
         self.settings = settings
         from pilar.stores import open_stores
 
-        self.graph, self.index = open_stores(settings)
+        self.graph, self.index = open_stores(settings, create=create)
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
         self._pages_lock = threading.Lock()
@@ -132,13 +156,8 @@ class Pilar:
 
     @cached_property
     def selector(self) -> UnitSelector:
-        cross = None
-        if self.settings.reranker_model:
-            from sentence_transformers import CrossEncoder
-
-            from pilar.retrieval.embeddings import resolve_model_path
-
-            cross = CrossEncoder(resolve_model_path(self.settings.reranker_model), device="cpu")
+        cross = load_cross_encoder(self.settings.reranker_model) \
+            if self.settings.reranker_model else None
         return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
                             self.settings.unit_page_weight)
 
@@ -154,13 +173,20 @@ class Pilar:
         whatever collection they are); new bytes at a known path replace the
         old document (``"replaced"``). Each document is written as one unit
         (see the module docstring); documents a crash left unfinished are
-        removed first (:meth:`recover`).
+        removed first (:meth:`recover`). Bytes already stored from another
+        path get ``"new_source"`` (the path is recorded as another source of
+        that document); files in folders that are not documents get
+        ``"skipped"`` (see :func:`select_files`).
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
+        file would fail alike).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self.recover()
-        results = []
-        for path in expand_paths(paths):
+        files, skipped = select_files(paths)
+        results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
+        for path in files:
             result = self.ingest_file(path, collection)
             results.append(result)
             if progress:
@@ -176,10 +202,14 @@ class Pilar:
             self._remove(doc.doc_id)
         return [d.doc_id for d in stale]
 
-    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION) -> IngestResult:
+    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
+                    on_page: PageProgress | None = None) -> IngestResult:
         """Ingest one file into ``collection``; never raises for bad input
         (see :meth:`ingest`). A document of the same bytes that a crash left
-        unfinished is removed and written afresh."""
+        unfinished is removed and written afresh. ``on_page(done, total)`` is
+        called as a PDF's pages are parsed.
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
         t0 = time.perf_counter()
         uri = str(Path(path).resolve())
         shown = str(path)
@@ -190,13 +220,18 @@ class Pilar:
             probe = new_document(data, uri, "")
             existing = self.graph.find_by_sha256(probe.sha256)
             if existing is not None and existing.status == "ready":
-                return IngestResult(shown, "unchanged", existing.doc_id, existing.n_pages,
+                status = "new_source" if self.graph.add_source(existing.doc_id, uri) \
+                    else "unchanged"
+                return IngestResult(shown, status, existing.doc_id, existing.n_pages,
+                                    reason=existing.uri if status == "new_source" else None,
                                     seconds=time.perf_counter() - t0)
             if existing is not None:
                 self._remove(existing.doc_id)
-            parsed = parse(data, uri=uri, settings=self.settings)
+            parsed = parse(data, uri=uri, settings=self.settings, on_page=on_page)
             parsed.document.collection = collection
             replaced = self._store(parsed)
+        except ConfigError:
+            raise
         except IngestError as exc:
             return IngestResult(shown, "failed", reason=exc.reason,
                                 seconds=time.perf_counter() - t0)
@@ -261,7 +296,13 @@ class Pilar:
         vectors, unit_ids = self._embed(parsed)
         self._drop_page_cache()
         doc = parsed.document
-        old = [d.doc_id for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        # new bytes at a known path: a document also found elsewhere only
+        # loses this path; one found nowhere else is replaced
+        for d in known:
+            if len(d.sources) > 1:
+                self.graph.remove_source(d.doc_id, doc.uri)
+        old = [d.doc_id for d in known if len(d.sources) <= 1]
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # on the embedded store the index transaction encloses everything
         # (one SQLite transaction); on servers each step commits on its own
@@ -277,7 +318,7 @@ class Pilar:
                 raise
             for doc_id in old:                                   # 4. old versions
                 self._remove(doc_id)
-        return bool(old)
+        return bool(known)
 
     def _remove(self, doc_id: str, quiet: bool = False) -> bool:
         """Remove a document: hide it (``deleting``), drop its index pages,
@@ -304,18 +345,31 @@ class Pilar:
         ``collections`` and ``doc_ids`` (None = all) limit the pages, inside
         the index's BM25 and kNN queries and for expanded pages alike.
 
-        Raises ``ValueError`` for an empty question, a budget under
-        :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
-        ``TypeError`` when ``budget`` or ``k`` is not an int."""
+        Raises ``ValueError`` for an empty question, one longer than
+        ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
+        :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
+        profile; ``TypeError`` when ``budget`` or ``k`` is not an int (or the
+        scopes not lists of strings); :class:`~pilar.errors.EmptyStoreError`
+        (before loading any model) when the store holds no pages;
+        :class:`~pilar.errors.ConfigError` when the embedding or reranker
+        model cannot be loaded."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
+        limit = self.settings.max_query_chars
+        if len(question) > limit:
+            raise ValueError(f"the question is {len(question):,} characters, over the "
+                             f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
         budget, k = self._budget_k(budget, k)
         for name, value in (("collections", collections), ("doc_ids", doc_ids)):
             if value is not None and (isinstance(value, str)
                                       or not all(isinstance(v, str) for v in value)):
                 raise TypeError(f"{name} must be a list of strings, got {value!r}")
         scope = Scope.of(collections, doc_ids)
-        pages = self.retriever(profile).search(question, k, None if scope.unlimited else scope)
+        retriever = self.retriever(profile)
+        if self.index.count() == 0:
+            raise EmptyStoreError("the store holds no documents: add some with "
+                                  "`pilar ingest PATH`")
+        pages = retriever.search(question, k, None if scope.unlimited else scope)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def _budget_k(self, budget: int | None, k: int | None) -> tuple[int, int]:

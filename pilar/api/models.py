@@ -123,6 +123,8 @@ class DocumentOut(Record):
     n_pages: int
     ingested_at: str = ""
     collection: str = "default"
+    sources: list[str] = Field(default_factory=list,
+                               description="every path the bytes were found at, uri first")
 
 
 class DocumentList(BaseModel):
