@@ -82,8 +82,8 @@ def count_queries(p: Pilar) -> list[int]:
 
 def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, float]:
     """Latency of ``p.search`` over ``questions`` after 5 warm-up searches:
-    ``{"p50_ms", "p95_ms", "mean_ms", "n", "queries_per_search", "load_before",
-    "load_after"}`` (load = 1-minute load average). Every question is
+    ``{"ms" (one per search, in question order), "p50_ms", "p95_ms", "mean_ms",
+    "n", "queries_per_search", "load_before", "load_after"}`` (load = 1-minute load average). Every question is
     embedded afresh (the query-vector cache is emptied). ``cold`` empties the
     page cache (supports and units of packed pages) before every search;
     otherwise all questions run once untimed first, so their pages are
@@ -101,8 +101,9 @@ def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, flo
         t = time.perf_counter()
         p.search(q)
         times.append((time.perf_counter() - t) * 1000)
+    samples = list(times)
     times.sort()
-    return {"p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
+    return {"ms": samples, "p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
             "mean_ms": statistics.fmean(times), "n": len(times),
             "queries_per_search": counter[0] / len(times), "load_before": load_before,
             "load_after": os.getloadavg()[0]}
@@ -146,13 +147,14 @@ def main() -> None:
         report["neo4j + elasticsearch, cold page cache"] = measure(prod, questions, cold=True)
     import torch
 
+    report["documents"] = n_docs
     report["env"] = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "neo4j_rust_ext": importlib.util.find_spec("neo4j._rust") is not None}
     table = Table(title=f"search latency, {args.n} questions, {n_docs} documents, reader excluded")
     for col in ("graph (+ index)", "p50 ms", "p95 ms", "mean ms", "queries/search", "load"):
         table.add_column(col)
     for name, r in report.items():
-        if name != "env":
+        if name not in ("env", "documents"):
             table.add_row(name, f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['mean_ms']:.1f}",
                           f"{r['queries_per_search']:.1f}",
                           f"{r['load_before']:.2f} -> {r['load_after']:.2f}")

@@ -25,3 +25,13 @@ class StoreError(PilarError):
 
 class ConfigError(PilarError):
     """A setting is missing or invalid."""
+
+
+class QuestionsError(PilarError):
+    """A questions file for evaluation cannot be read; ``str(err)`` names the
+    file and the reason, one line."""
+
+
+class EmptyStoreError(StoreError):
+    """There is nothing to read: no store at the configured home, or a store
+    without documents. ``str(err)`` says which and how to add documents."""

@@ -23,12 +23,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from pilar.config import PROFILES, Settings
+from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
+from pilar.errors import ConfigError, EmptyStoreError
+from pilar.eval.questions import Question, load_questions
+from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
-from pilar.ingest import new_document, read_source
+from pilar.ingest import PageProgress, new_document, read_source
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
 from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Neighborhood,
                          Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
@@ -36,13 +40,14 @@ from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Nei
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import Embedder, VectorCache, page_vectors
+from pilar.retrieval.embeddings import (QUERY_CACHE, Embedder, VectorCache, load_cross_encoder,
+                                        page_vectors)
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
 Progress = Callable[[IngestResult], None]
-MIN_BUDGET = 32
-"""Smallest packet budget (tokens) a search accepts."""
+FilePageProgress = Callable[[str, int, int], None]
+"""``on_page(path, done, total)`` of :meth:`Pilar.ingest`: pages parsed of one file."""
 EMBED_BATCH_UNITS = 1024
 """Units of parsed documents gathered before one embedding call at ingest."""
 PAGE_CACHE = 1024
@@ -55,18 +60,32 @@ NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".t
 files named explicitly are always tried, their type sniffed from content."""
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+class Selection(NamedTuple):
+    """What :func:`select_files` found: ``files`` to ingest, and ``skipped``
+    ``(path, reason)`` pairs for files in folders that are not documents."""
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def select_files(paths: Iterable[str | Path]) -> Selection:
     """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped), glob patterns
-    expanded; sorted within each argument, duplicates dropped. A path that
-    matches nothing is kept so that ingestion reports it as missing."""
+    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped, each with its
+    reason), glob patterns expanded; sorted within each argument, duplicates
+    dropped. A path that matches nothing is kept so that ingestion reports
+    it as missing."""
     out: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file()
-                              and f.suffix.lower() not in NOT_DOCUMENTS
-                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
+            for f in sorted(f for f in p.rglob("*") if f.is_file()):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    skipped.append((f, "hidden"))
+                elif f.suffix.lower() in NOT_DOCUMENTS:
+                    skipped.append((f, f"not a document ({f.suffix.lower()})"))
+                else:
+                    out.append(f)
         elif p.exists():
             out.append(p)
         elif glob.has_magic(str(p)):
@@ -74,7 +93,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
                               if Path(m).is_file()))
         else:
             out.append(p)
-    return list(dict.fromkeys(out))
+    files = list(dict.fromkeys(out))
+    known = set(files)
+    return Selection(files, list(dict.fromkeys((f, r) for f, r in skipped if f not in known)))
 
 
 def page_sections(parsed: ParsedDocument) -> list[list[str]]:
@@ -91,19 +112,28 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
 class Pilar:
     """pilar's Python API.
 
-    ``Pilar(home=...)`` opens (creating if needed) the store under ``home``
-    (default ``PILAR_HOME``); other settings come from the environment unless
-    ``settings`` is given.
+    ``Pilar(home=...)`` opens (creating if needed, unless ``create`` is
+    False) the store under ``home`` (default ``PILAR_HOME``); other settings
+    come from the environment unless ``settings`` is given.
+
+    Raises :class:`~pilar.errors.ConfigError` when ``home`` is (or lies
+    below) a file, :class:`~pilar.errors.EmptyStoreError` when ``create``
+    is False and there is no embedded store, and
+    :class:`~pilar.errors.StoreError` when a store cannot be opened.
     """
 
-    def __init__(self, home: str | Path | None = None, settings: Settings | None = None):
+    def __init__(self, home: str | Path | None = None, settings: Settings | None = None,
+                 create: bool = True):
         settings = settings or Settings()
         if home is not None:
+            problem = home_problem(Path(home))
+            if problem:
+                raise ConfigError(f"PILAR_HOME={str(home)!r}: {problem}")
             settings = settings.model_copy(update={"home": Path(home)})
         self.settings = settings
         from pilar.stores import open_stores
 
-        self.graph, self.index = open_stores(settings)
+        self.graph, self.index = open_stores(settings, create=create)
         self.embedder = Embedder(
             settings.embedding_model, settings.embedding_batch_size,
             device=settings.embedding_device,
@@ -134,13 +164,8 @@ class Pilar:
 
     @cached_property
     def selector(self) -> UnitSelector:
-        cross = None
-        if self.settings.reranker_model:
-            from sentence_transformers import CrossEncoder
-
-            from pilar.retrieval.embeddings import resolve_model_path
-
-            cross = CrossEncoder(resolve_model_path(self.settings.reranker_model), device="cpu")
+        cross = load_cross_encoder(self.settings.reranker_model) \
+            if self.settings.reranker_model else None
         return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
                             self.settings.unit_page_weight)
 
@@ -148,7 +173,8 @@ class Pilar:
     def ingest(self, paths: Iterable[str | Path] | str | Path,
                progress: Progress | None = None,
                collection: str = DEFAULT_COLLECTION, workers: int | None = None,
-               ray: str | None = None) -> list[IngestResult]:
+               ray: str | None = None,
+               on_page: FilePageProgress | None = None) -> list[IngestResult]:
         """Ingest files, folders or globs into ``collection``; one
         :class:`IngestResult` per file, in input order (``progress`` is
         called with each as it is stored).
@@ -161,17 +187,30 @@ class Pilar:
         fails gets ``status="failed"`` and a one-line ``reason``; the rest go
         on. Unchanged bytes are a no-op (``"unchanged"``, in whatever
         collection they are); new bytes at a known path replace the old
-        document (``"replaced"``). Documents a crash left unfinished are
-        removed first (:meth:`recover`). With ``ray`` (a Ray cluster address
-        or ``auto``; extra ``pilar[ray]``) parse and embed run as Ray tasks
+        document (``"replaced"``). Bytes already stored from another path get
+        ``"new_source"`` (the path is recorded as another source of that
+        document, ``reason`` names the stored one); files in folders that
+        are not documents get ``"skipped"`` (see :func:`select_files`; they
+        come first in the list and are not passed to ``progress``).
+        Documents a crash left unfinished are removed first (:meth:`recover`).
+        With ``ray`` (a Ray cluster address or ``auto``; extra ``pilar[ray]``)
+        parse and embed run as Ray tasks
         (:func:`pilar.scale_out.ray_parse_many`) and this process only stores.
-        Raises :class:`~pilar.errors.ConfigError` when the Ray cluster cannot
-        be reached.
+
+        ``on_page(path, done, total)`` is called as a PDF's pages are parsed
+        when parsing runs in this process (``workers=0``); with worker
+        processes or Ray, progress is per file only (``progress``).
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
+        file would fail alike: the ingest stops, whatever was stored stays)
+        and when the Ray cluster cannot be reached.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self.recover()
-        return self._ingest_files(expand_paths(paths), collection, progress, workers, ray)
+        files, skipped = select_files(paths)
+        results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
+        return results + self._ingest_files(files, collection, progress, workers, ray, on_page)
 
     def recover(self) -> list[str]:
         """Remove the documents a crashed write left ``pending`` or
@@ -182,21 +221,50 @@ class Pilar:
             self._remove(doc.doc_id)
         return [d.doc_id for d in stale]
 
-    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION) -> IngestResult:
+    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
+                    on_page: PageProgress | None = None) -> IngestResult:
         """Ingest one file into ``collection`` in this process; never raises
         for bad input (see :meth:`ingest`). A document of the same bytes that
-        a crash left unfinished is removed and written afresh."""
-        return self._ingest_files([Path(path)], collection, None, 0)[0]
+        a crash left unfinished is removed and written afresh. ``on_page(done,
+        total)`` is called as a PDF's pages are parsed.
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
+        pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
+        return self._ingest_files([Path(path)], collection, None, 0, on_page=pages)[0]
 
     def _ingest_files(self, files: list[Path], collection: str, progress: Progress | None,
-                      workers: int | None, ray: str | None = None) -> list[IngestResult]:
+                      workers: int | None, ray: str | None = None,
+                      on_page: FilePageProgress | None = None) -> list[IngestResult]:
         if workers is None:
             workers = self.settings.workers if self.settings.workers is not None \
                 else default_workers()
         started: dict[int, tuple[float, float]] = {}  # file -> (start, read seconds)
-        settled: dict[int, IngestResult] = {}  # files that need no parse
+        # files that need no parse: their result, or how to get it once the
+        # files before them are stored
+        settled: dict[int, IngestResult | Callable[[], IngestResult]] = {}
 
-        in_flight: set[str] = set()  # bytes parsed in this call: a second copy is unchanged
+        # bytes parsed in this call -> the file: a later copy waits for it
+        in_flight: dict[str, int] = {}
+
+        def same_as_earlier(i: int, sha256: str, first: int, t0: float) -> IngestResult:
+            """The result of file ``i``, a copy of file ``first`` of this call
+            (settled once ``first`` is stored, as if ingested after it)."""
+            path = files[i]
+            existing = self.graph.find_by_sha256(sha256)
+            if existing is None or existing.status != "ready":
+                return IngestResult(str(path), "failed",
+                                    reason=f"same bytes as {files[first]}, which failed",
+                                    seconds=time.perf_counter() - t0)
+            return known(path, existing, t0)
+
+        def known(path: Path, existing, t0: float) -> IngestResult:
+            # same bytes at a new path: recorded as another source
+            status = "new_source" if self.graph.add_source(existing.doc_id,
+                                                           str(path.resolve())) \
+                else "unchanged"
+            return IngestResult(str(path), status, existing.doc_id, existing.n_pages,
+                                reason=existing.uri if status == "new_source" else None,
+                                seconds=time.perf_counter() - t0)
 
         def jobs():
             for i, path in enumerate(files):
@@ -205,26 +273,28 @@ class Pilar:
                     data = read_source(path, self.settings)
                     probe = new_document(data, "", "")
                     if probe.sha256 in in_flight:
-                        settled[i] = IngestResult(str(path), "unchanged", probe.doc_id,
-                                                  seconds=time.perf_counter() - t0)
+                        settled[i] = (lambda i=i, sha=probe.sha256, t0=t0:
+                                      same_as_earlier(i, sha, in_flight[sha], t0))
                         yield i, None, ""
                         continue
                     existing = self.graph.find_by_sha256(probe.sha256)
                     if existing is not None and existing.status == "ready":
-                        settled[i] = IngestResult(str(path), "unchanged", existing.doc_id,
-                                                  existing.n_pages,
-                                                  seconds=time.perf_counter() - t0)
+                        settled[i] = known(path, existing, t0)
                         yield i, None, ""
                         continue
                     if existing is not None:
                         self._remove(existing.doc_id)
+                except ConfigError:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-                    settled[i] = IngestResult(str(path), "failed", reason=failure_reason(exc),
+                    reason = f"store write failed: {exc}" if isinstance(exc, sqlite3.Error) \
+                        else failure_reason(exc)
+                    settled[i] = IngestResult(str(path), "failed", reason=reason,
                                               seconds=time.perf_counter() - t0)
                     yield i, None, ""
                     continue
                 started[i] = (t0, time.perf_counter() - t0)
-                in_flight.add(probe.sha256)
+                in_flight[probe.sha256] = i
                 yield i, data, str(path.resolve())
 
         results: list[IngestResult] = []
@@ -240,7 +310,9 @@ class Pilar:
 
             parsed = ray_parse_many(jobs(), self.settings, ray)
         else:
-            parsed = parse_many(jobs(), self.settings, workers)
+            pages = None if on_page is None else \
+                (lambda i, done, total: on_page(str(files[i]), done, total))
+            parsed = parse_many(jobs(), self.settings, workers, on_page=pages)
         batch: list[tuple[int, ParsedDocument, dict[str, float]]] = []
         for item in parsed:
             if item.vectors is not None:  # embedded with the parse (Ray)
@@ -258,7 +330,8 @@ class Pilar:
             emit(self._store_batch(batch, files, started))  # keeps input order
             batch = []
             if item.tag in settled:
-                emit([settled.pop(item.tag)])
+                r = settled.pop(item.tag)
+                emit([r() if callable(r) else r])
             else:
                 t0, read = started.pop(item.tag)
                 emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
@@ -281,6 +354,8 @@ class Pilar:
             t = time.perf_counter()
             try:
                 vectors = page_vectors(self.embedder, docs)
+            except ConfigError:  # the embedding model: every document would fail alike
+                raise
             except Exception as exc:  # noqa: BLE001 - reported per document below
                 vectors, error = [None] * len(docs), failure_reason(exc)
             embed = time.perf_counter() - t
@@ -297,6 +372,8 @@ class Pilar:
             t = time.perf_counter()
             try:
                 replaced = self._store(parsed, *vecs)
+            except ConfigError:
+                raise
             except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
                 reason = f"store write failed: {exc}" if isinstance(exc, sqlite3.Error) \
                     else failure_reason(exc)
@@ -321,7 +398,13 @@ class Pilar:
         removed and the error raised."""
         self._drop_page_cache()
         doc = parsed.document
-        old = [d.doc_id for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        # new bytes at a known path: a document also found elsewhere only
+        # loses this path; one found nowhere else is replaced
+        for d in known:
+            if len(d.sources) > 1:
+                self.graph.remove_source(d.doc_id, doc.uri)
+        old = [d.doc_id for d in known if len(d.sources) <= 1]
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # on the embedded store the index transaction encloses everything
         # (one SQLite transaction); on servers each step commits on its own
@@ -337,7 +420,7 @@ class Pilar:
                 raise
             for doc_id in old:                                   # 4. old versions
                 self._remove(doc_id)
-        return bool(old)
+        return bool(known)
 
     def _remove(self, doc_id: str, quiet: bool = False) -> bool:
         """Remove a document: hide it (``deleting``), drop its index pages,
@@ -364,27 +447,79 @@ class Pilar:
         ``collections`` and ``doc_ids`` (None = all) limit the pages, inside
         the index's BM25 and kNN queries and for expanded pages alike.
 
-        Raises ``ValueError`` for an empty question, a budget under
-        :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
-        ``TypeError`` when ``budget`` or ``k`` is not an int."""
-        budget = self.settings.budget if budget is None else budget
-        k = self.settings.top_k if k is None else k
-        for name, value in (("budget", budget), ("k", k)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
+        Raises ``ValueError`` for an empty question, one longer than
+        ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
+        :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
+        profile; ``TypeError`` when ``budget`` or ``k`` is not an int (or the
+        scopes not lists of strings); :class:`~pilar.errors.EmptyStoreError`
+        (before loading any model) when the store holds no pages;
+        :class:`~pilar.errors.ConfigError` when the embedding or reranker
+        model cannot be loaded."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
-        if budget < MIN_BUDGET:
-            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        limit = self.settings.max_query_chars
+        if len(question) > limit:
+            raise ValueError(f"the question is {len(question):,} characters, over the "
+                             f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
+        budget, k = self._budget_k(budget, k)
         for name, value in (("collections", collections), ("doc_ids", doc_ids)):
             if value is not None and (isinstance(value, str)
                                       or not all(isinstance(v, str) for v in value)):
                 raise TypeError(f"{name} must be a list of strings, got {value!r}")
         scope = Scope.of(collections, doc_ids)
-        pages = self.retriever(profile).search(question, k, None if scope.unlimited else scope)
+        retriever = self.retriever(profile)
+        if self.index.count() == 0:
+            raise EmptyStoreError("the store holds no documents: add some with "
+                                  "`pilar ingest PATH`")
+        pages = retriever.search(question, k, None if scope.unlimited else scope)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
+
+    def _budget_k(self, budget: int | None, k: int | None) -> tuple[int, int]:
+        """``(budget, k)`` with settings' defaults, checked as :meth:`search` says."""
+        budget = self.settings.budget if budget is None else budget
+        k = self.settings.top_k if k is None else k
+        for name, value in (("budget", budget), ("k", k)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+        if budget < MIN_BUDGET:
+            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        return budget, k
+
+    def evaluate(self, questions: str | Path | list[Question], budget: int | None = None,
+                 k: int | None = None, profile: str | None = None, limit: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> EvalReport:
+        """Evaluate search over a questions file (format in
+        :mod:`pilar.eval.questions`; ``limit``: a fixed-seed sample) or a list
+        of :class:`~pilar.eval.questions.Question`: per question the first
+        10 ranked pages give recall@1/5/10, recall@1-10 and MRR@10, the first
+        ``k`` give support-chain coverage and the packet of at most ``budget``
+        tokens whose evidence delivery is checked (:mod:`pilar.eval.run`).
+        ``progress(done, total)`` after each question.
+
+        Raises :class:`~pilar.errors.QuestionsError` for an unreadable file
+        (bad rows are skipped and listed in the report's ``notes``) and the
+        errors of :meth:`search` for bad ``budget``, ``k`` or ``profile``."""
+        budget, k = self._budget_k(budget, k)
+        retriever = self.retriever(profile)
+        notes = []
+        source = "questions"
+        if isinstance(questions, (str, Path)):
+            source = str(questions)
+            questions, notes = load_questions(questions, limit)
+        elif limit is not None:
+            questions = questions[:limit]
+        notes.append("EM, ANLS and citation support need a reader: none is configured")
+
+        def method(q: Question) -> Retrieved:
+            pages = retriever.search(q.question, max(k, RANK_DEPTH))
+            return Retrieved(pages, self.pack(q.question, pages[:k], budget).text)
+
+        return evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
+                        profile=profile or self.settings.profile, progress=progress, notes=notes,
+                        prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
+                        batch=QUERY_CACHE // 2)
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,
              use_units: bool = True) -> Packet:

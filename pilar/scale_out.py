@@ -38,13 +38,16 @@ def _embedder(settings: Settings) -> Embedder:
 
 def parse_and_embed(data: bytes, uri: str, settings: Settings):
     """One Ray task: :func:`parse_job`, then the document's page vectors;
-    ``(document | None, reason | None, stages, vectors | None)``; never raises."""
+    ``(document | None, reason | None, stages, vectors | None)``; raises only
+    :class:`ConfigError` (a bad setting)."""
     parsed, reason, stages = parse_job(data, uri, settings)
     vectors = None
     if parsed is not None:
         t = time.perf_counter()
         try:
             vectors = page_vectors(_embedder(settings), [parsed])[0]
+        except ConfigError:  # the embedding model: every file would fail alike
+            raise
         except Exception as exc:  # noqa: BLE001 - reported as this file's failure
             parsed, reason = None, failure_reason(exc)
         stages["embed"] = time.perf_counter() - t
@@ -85,6 +88,9 @@ def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settin
         try:
             parsed, reason, stages, vectors = ray.get(ref)
         except Exception as exc:  # noqa: BLE001 - a task or worker failed
+            cause = getattr(exc, "cause", exc)
+            if isinstance(exc, ConfigError) or isinstance(cause, ConfigError):
+                raise ConfigError(str(cause)) from None
             return Parsed(tag, None, f"Ray task failed: {failure_reason(exc)}", {})
         return Parsed(tag, parsed, reason, stages, vectors)
 

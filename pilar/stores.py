@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pilar.config import Settings
-from pilar.errors import ConfigError, StoreError
+from pilar.errors import ConfigError, EmptyStoreError, StoreError
 from pilar.migrations import migration_files
 
 if TYPE_CHECKING:
@@ -30,17 +30,19 @@ if TYPE_CHECKING:
 class SqliteDatabase:
     """The embedded store file with migrations applied: one writer, many readers.
 
-    ``path`` is created (with its folder) if missing. Writes go through
+    ``path`` is created (with its folder) if missing, unless ``create`` is
+    False. Writes go through
     :meth:`transaction` on the one writer connection (serialised by a lock):
     everything inside commits together or not at all. Reads use
     :attr:`conn`, a connection of the calling thread (WAL mode: readers see
     the last committed state and never wait for the writer); inside a
     transaction the writing thread reads through the writer connection, so it
     sees its own uncommitted rows and no other thread does. Raises
-    :class:`StoreError` if the file cannot be opened or migrated.
+    :class:`EmptyStoreError` when ``create`` is False and there is no file,
+    :class:`StoreError` if the file cannot be created, opened or migrated.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, create: bool = True):
         self.path = Path(path)
         self._lock = threading.RLock()
         self._owner: int | None = None  # thread holding the write transaction
@@ -48,8 +50,15 @@ class SqliteDatabase:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        if not create and not self.path.is_file():
+            raise EmptyStoreError(f"no store at {self.path.parent} (PILAR_HOME or --home): "
+                                  "add documents with `pilar ingest PATH`")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {self.path.parent} "
+                             f"(PILAR_HOME): {exc.strerror or exc}") from None
+        try:
             self._writer = self._connect()
             self._writer.execute("PRAGMA journal_mode=WAL")
             self.migrate()
@@ -141,18 +150,20 @@ class SqliteDatabase:
         self._writer.close()
 
 
-def open_stores(settings: Settings) -> tuple[GraphStore, PageIndex]:
+def open_stores(settings: Settings, create: bool = True) -> tuple[GraphStore, PageIndex]:
     """``(graph, index)`` chosen by ``settings.graph`` and ``settings.index``,
     migrated. Embedded roles share one :class:`SqliteDatabase` at
-    ``settings.db_path``; no SQLite file is created when neither role is
-    embedded.
+    ``settings.db_path`` (created unless ``create`` is False); no SQLite
+    file is created when neither role is embedded.
 
-    Raises :class:`ConfigError` when a server backend lacks its URL, and
-    :class:`StoreError` when a store cannot be opened or reached.
+    Raises :class:`ConfigError` when a server backend lacks its URL,
+    :class:`EmptyStoreError` when ``create`` is False and there is no
+    embedded store, and :class:`StoreError` when a store cannot be opened or
+    reached.
     """
     db = None
     if "sqlite" in (settings.graph, settings.index):
-        db = SqliteDatabase(settings.db_path)
+        db = SqliteDatabase(settings.db_path, create=create)
     graph = _open_graph(settings, db)
     try:
         index = _open_index(settings, db)

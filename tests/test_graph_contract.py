@@ -199,6 +199,23 @@ def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):
     assert graph_store.expansion_pages([]) == empty
 
 
+def test_a_document_has_several_sources(graph_store):
+    parsed = parse(CORPUS / "204-541.html")
+    doc_id, first = parsed.document.doc_id, parsed.document.uri
+    graph_store.write_document(parsed)
+    assert graph_store.add_source(doc_id, "/copies/kanpur.html") is True
+    assert graph_store.add_source(doc_id, "/copies/kanpur.html") is False   # known already
+    assert graph_store.add_source("no-such-doc", "/x.html") is False
+    [doc] = graph_store.documents([doc_id])
+    assert (doc.uri, doc.sources) == (first, [first, "/copies/kanpur.html"])
+    assert [d.doc_id for d in graph_store.find_by_uri("/copies/kanpur.html")] == [doc_id]
+    graph_store.remove_source(doc_id, first)        # new bytes arrived at the first path
+    [doc] = graph_store.documents([doc_id])
+    assert (doc.uri, doc.sources) == ("/copies/kanpur.html", ["/copies/kanpur.html"])
+    assert graph_store.find_by_uri(first) == []
+    assert graph_store.find_by_sha256(parsed.document.sha256).sources == ["/copies/kanpur.html"]
+
+
 def _linked_pair(graph_store):
     """Two documents: Ratan Planet in both, Krishna Tower in a (and the object
     of one of b's assertions), SAME_AS between them."""

@@ -74,11 +74,16 @@ def test_a_copy_with_one_changed_byte_reuses_the_vectors(tmp_path):
     assert list(first.values()) == pytest.approx(list(second.values()), abs=2e-3)  # float16
 
 
-def test_cli_ingest_with_workers_reports_counts(tmp_path):
+def test_cli_ingest_with_workers_reports_counts(tmp_path, monkeypatch):
+    from pilar import cli
+
+    # the bar (with pages/s and ETA) is drawn on terminals only; logs get the lines
+    monkeypatch.setattr(cli.err, "_force_terminal", True)
     result = CliRunner().invoke(app, ["ingest", str(SMALL[0]), str(SMALL[1]), "--workers", "2",
                                       "--home", str(tmp_path / "home")])
     assert result.exit_code == 0, result.output
-    assert "2 ingested, 0 replaced, 0 unchanged, 0 failed" in result.output
+    assert "2 ingested, 0 replaced, 0 unchanged, 0 new source, 0 failed, 0 skipped" \
+        in result.output
     assert "pages/s" in result.output
 
 

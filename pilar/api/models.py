@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilar.config import PROFILES
+from pilar.model import IngestStatus
 
 MAX_QUERY_CHARS = 2000
 """Longest search query accepted at the boundary (characters)."""
@@ -123,6 +124,8 @@ class DocumentOut(Record):
     n_pages: int
     ingested_at: str = ""
     collection: str = "default"
+    sources: list[str] = Field(default_factory=list,
+                               description="every path the bytes were found at, uri first")
 
 
 class DocumentList(BaseModel):
@@ -145,7 +148,8 @@ class PathsRequest(BaseModel):
 
 
 JobState = Literal["queued", "running", "done", "failed"]
-FileState = Literal["queued", "running", "ingested", "replaced", "unchanged", "failed"]
+FileState = Literal["queued", "running"] | IngestStatus
+"""A file of a job: waiting, being ingested, or its :class:`~pilar.model.IngestResult` status."""
 
 
 class JobFile(BaseModel):

@@ -37,7 +37,17 @@ class GraphStore(Protocol):
         """The document with these bytes, whatever its status, or None."""
         ...
     def find_by_uri(self, uri: str) -> list[Document]:
-        """Documents read from ``uri``, whatever their status."""
+        """Documents that have ``uri`` among their ``sources``, whatever
+        their status."""
+        ...
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another location of the stored document
+        ``doc_id`` (a copy of the same bytes); False when it was one already
+        or there is no such document."""
+        ...
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a location of ``doc_id`` (new bytes arrived
+        there); ``Document.uri`` moves to the next source when it was this one."""
         ...
     def documents(self, doc_ids: list[str] | None = None, *,
                   collections: list[str] | None = None,

@@ -29,7 +29,16 @@ BATCH = 5000
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 _DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
-               "d.collection, d.status")
+               "d.collection, d.status, d.sources")
+_ADD_SOURCE = """
+MATCH (d:Document {doc_id: $doc_id}) WHERE NOT $uri IN coalesce(d.sources, [])
+SET d.sources = coalesce(d.sources, []) + $uri RETURN count(d) AS added
+"""
+_REMOVE_SOURCE = """
+MATCH (d:Document {doc_id: $doc_id})
+WITH d, [u IN coalesce(d.sources, []) WHERE u <> $uri] AS rest
+SET d.sources = rest, d.uri = CASE WHEN d.uri = $uri AND size(rest) > 0 THEN rest[0] ELSE d.uri END
+"""
 _DOCUMENTS = f"""
 MATCH (d:Document)
 WHERE ($ids IS NULL OR d.doc_id IN $ids) AND ($collections IS NULL OR d.collection IN $collections)
@@ -349,8 +358,9 @@ class Neo4jGraphStore:
         return self._doc(rows[0]) if rows else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
+        """Documents that have ``uri`` among their sources."""
         return [self._doc(r) for r in self._read(
-            f"MATCH (d:Document {{uri: $uri}}) RETURN {_DOC_FIELDS}", uri=uri)]
+            f"MATCH (d:Document) WHERE $uri IN d.sources RETURN {_DOC_FIELDS}", uri=uri)]
 
     def documents(self, doc_ids: list[str] | None = None, *,
                   collections: list[str] | None = None,
@@ -584,6 +594,17 @@ class Neo4jGraphStore:
                          grounded=a["grounded"], extractor=a["extractor"], subject_entity=r["se"],
                          object_entity=r["oe"], supports=tuple(r["supports"]))
 
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another source of ``doc_id``; False when it was
+        one already (or there is no such document)."""
+        return bool(self._write(lambda tx: tx.run(_ADD_SOURCE, doc_id=doc_id,
+                                                  uri=uri).single()["added"]))
+
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a source of ``doc_id``; the document's ``uri``
+        moves to its next source when it was this one."""
+        self._write(lambda tx: tx.run(_REMOVE_SOURCE, doc_id=doc_id, uri=uri).consume())
+
     def delete_document(self, doc_id: str) -> bool:
         return bool(self._write(lambda tx: self._delete_in(tx, doc_id)))
 
@@ -610,4 +631,5 @@ class Neo4jGraphStore:
         return Document(doc_id=r["d.doc_id"], uri=r["d.uri"], title=r["d.title"] or "",
                         media_type=r["d.media_type"], sha256=r["d.sha256"],
                         n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "",
-                        collection=r["d.collection"] or "default", status=r["d.status"] or "ready")
+                        collection=r["d.collection"] or "default", status=r["d.status"] or "ready",
+                        sources=list(r["d.sources"] or []))

@@ -49,13 +49,15 @@ class SqliteGraphStore:
 
     # -- reads -------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE sha256 = ?",
+        row = self.db.conn.execute(f"SELECT {_DOC_READ} FROM documents d WHERE sha256 = ?",
                                    (sha256,)).fetchone()
         return self._doc(row) if row else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
-        rows = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE uri = ?",
-                                    (uri,)).fetchall()
+        """Documents that have ``uri`` among their sources, whatever their status."""
+        rows = self.db.conn.execute(
+            f"SELECT {_DOC_READ} FROM documents d WHERE doc_id IN "
+            "(SELECT doc_id FROM document_sources WHERE uri = ?)", (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
     def documents(self, doc_ids: list[str] | None = None, *,
@@ -66,7 +68,7 @@ class SqliteGraphStore:
         ``collections`` and ``statuses`` when given. One query. Raises
         ``sqlite3.Error`` if the read fails."""
         rows = self.db.conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE "
+            f"SELECT {_DOC_READ} FROM documents d WHERE "
             "(?1 IS NULL OR doc_id IN (SELECT value FROM json_each(?1))) AND "
             "(?2 IS NULL OR collection IN (SELECT value FROM json_each(?2))) AND "
             "(?3 IS NULL OR status IN (SELECT value FROM json_each(?3))) "
@@ -141,6 +143,7 @@ class SqliteGraphStore:
         doc.ingested_at = _now()
         with self.db.transaction() as c:
             c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            self._write_sources(c, doc)
 
     def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
         with self.db.transaction() as c:
@@ -163,6 +166,7 @@ class SqliteGraphStore:
             if replaces:
                 c.execute(_DELETE_ORPHAN_ENTITIES)
             c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            self._write_sources(c, doc)
             c.executemany(
                 "INSERT INTO pages (page_id, doc_id, number, width, height, text) VALUES (?,?,?,?,?,?)",
                 [(p.page_id, p.doc_id, p.number, p.width, p.height, p.text) for p in parsed.pages],
@@ -195,6 +199,33 @@ class SqliteGraphStore:
             )
             self._write_entities(c, parsed)
         return doc
+
+    @staticmethod
+    def _write_sources(c: sqlite3.Connection, doc: Document) -> None:
+        c.executemany(
+            "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) VALUES (?,?,?)",
+            [(doc.doc_id, uri, doc.ingested_at) for uri in doc.sources or [doc.uri]])
+
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another source of the stored document ``doc_id``;
+        False when it was one already (or there is no such document)."""
+        with self.db.transaction() as c:
+            return c.execute(
+                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) "
+                "SELECT doc_id, ?, ? FROM documents WHERE doc_id = ?",
+                (uri, _now(), doc_id)).rowcount > 0
+
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a source of ``doc_id`` (its bytes there changed);
+        the document's ``uri`` moves to its next source when it was this one."""
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM document_sources WHERE doc_id = ? AND uri = ?", (doc_id, uri))
+            c.execute(
+                "UPDATE documents SET uri = (SELECT s.uri FROM document_sources s "
+                "WHERE s.doc_id = documents.doc_id ORDER BY s.rowid LIMIT 1) "
+                "WHERE doc_id = ? AND uri = ? AND EXISTS "
+                "(SELECT 1 FROM document_sources s WHERE s.doc_id = documents.doc_id)",
+                (doc_id, uri))
 
     @staticmethod
     def _write_entities(c: sqlite3.Connection, parsed: ParsedDocument) -> None:
@@ -362,7 +393,8 @@ class SqliteGraphStore:
     @staticmethod
     def _doc(row) -> Document:
         return Document(doc_id=row[0], uri=row[1], title=row[2], media_type=row[3], sha256=row[4],
-                        n_pages=row[5], ingested_at=row[6], collection=row[7], status=row[8])
+                        n_pages=row[5], ingested_at=row[6], collection=row[7], status=row[8],
+                        sources=json.loads(row[9]))
 
     @staticmethod
     def _doc_row(doc: Document) -> tuple:
@@ -376,6 +408,10 @@ def _now() -> str:
 
 _DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, collection, "
                 "status")
+# a document's columns as read, its sources (a JSON array, first recorded first) last
+_DOC_READ = ", ".join(f"d.{c}" for c in _DOC_COLUMNS.split(", ")) + """,
+    (SELECT json_group_array(uri) FROM (SELECT s.uri FROM document_sources s
+     WHERE s.doc_id = d.doc_id ORDER BY s.rowid))"""
 _UPSERT_DOCUMENT = f"""
 INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)
 ON CONFLICT(doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title,

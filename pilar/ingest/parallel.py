@@ -16,12 +16,12 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Generic, TypeVar
 
 from pilar.config import Settings
-from pilar.errors import IngestError, PilarError
+from pilar.errors import ConfigError, IngestError, PilarError
 from pilar.model import ParsedDocument
 
 T = TypeVar("T")
@@ -62,33 +62,48 @@ class Parsed(Generic[T]):
         self.vectors = vectors
 
 
-def parse_job(data: bytes, uri: str, settings: Settings
+def parse_job(data: bytes, uri: str, settings: Settings,
+              on_page: Callable[[int, int], None] | None = None
               ) -> tuple[ParsedDocument | None, str | None, dict[str, float]]:
-    """Parse one file's bytes; never raises: ``(document, None, stages)`` or
-    ``(None, reason, stages)``. Runs in a worker process (or in process)."""
+    """Parse one file's bytes: ``(document, None, stages)`` or ``(None,
+    reason, stages)``. Runs in a worker process (or in process; ``on_page``
+    only then). Raises only :class:`ConfigError` (a bad setting: every file
+    would fail alike)."""
     from pilar.ingest import parse
 
     stages: dict[str, float] = {}
     t = time.perf_counter()
     try:
-        return parse(data, uri=uri, settings=settings, timings=stages), None, stages
+        return parse(data, uri=uri, settings=settings, on_page=on_page,
+                     timings=stages), None, stages
+    except ConfigError:
+        raise
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
         stages.setdefault("parse", time.perf_counter() - t)
         return None, failure_reason(exc), stages
 
 
 def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
-               workers: int) -> Iterator[Parsed[T]]:
+               workers: int, on_page: Callable[[T, int, int], None] | None = None
+               ) -> Iterator[Parsed[T]]:
     """Parse ``(tag, data, uri)`` jobs, yielding one :class:`Parsed` per job
     in input order; a job with ``data=None`` is passed through unparsed
     (the caller settled it, e.g. unchanged bytes). ``workers < 1`` parses
     in this process; otherwise in ``workers`` processes with at most
     ``2 * workers`` jobs submitted ahead of the one being yielded.
+    ``on_page(tag, done, total)`` reports a PDF's pages as they are parsed,
+    in process only: with worker processes progress is per file (as each
+    :class:`Parsed` is yielded). Raises :class:`ConfigError` (a bad setting)
+    from a parse, after which no further job is started.
     """
     if workers < 1:
         for tag, data, uri in jobs:
-            yield Parsed(tag, *parse_job(data, uri, settings)) if data is not None \
-                else Parsed(tag, None, None, {})
+            if data is None:
+                yield Parsed(tag, None, None, {})
+                continue
+            pages = None if on_page is None else \
+                (lambda done, total, tag=tag: on_page(tag, done, total))
+            yield Parsed(tag, *parse_job(data, uri, settings, pages))
         return
     import pilar.ingest.html  # noqa: F401 - imported once, before the fork
     import pilar.ingest.pdf  # noqa: F401
@@ -110,5 +125,7 @@ def _result(tag, future: Future | None) -> Parsed:
         return Parsed(tag, None, None, {})
     try:
         return Parsed(tag, *future.result())
+    except ConfigError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a worker died (e.g. killed for memory)
         return Parsed(tag, None, f"parser process failed: {failure_reason(exc)}", {})

@@ -20,7 +20,7 @@ from pilar.api.jobs import IngestWorker, JobStore, job_events_key, safe_name
 from pilar.api.models import (MAX_IDS, Deleted, DocumentList, DocumentOut, Job, JobAccepted,
                               PathsRequest, Problem)
 from pilar.config import Settings
-from pilar.pipeline import expand_paths
+from pilar.pipeline import select_files
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}}
 COPY_CHUNK = 1024 * 1024
@@ -106,7 +106,7 @@ def routes(settings: Settings) -> APIRouter:
         files = []
         for path in body.paths:
             resolved = under_roots(path, roots)
-            for f in expand_paths([resolved]):
+            for f in select_files([resolved]).files:
                 files.append((str(f), under_roots(str(f), roots)))
         if not files:
             raise HTTPException(422, "no files found under the given paths")
