@@ -231,7 +231,8 @@ def test_server_paths_only_under_ingest_roots(served):
     inside = full.post("/v1/documents/paths", json={"paths": [str(CORPUS / "204-541.html")]})
     assert inside.status_code == 202
     job = wait_job(full, inside.json()["job_id"])
-    assert [f["status"] for f in job["files"]] == ["unchanged"]
+    # the same bytes were uploaded before: this path is recorded as another source
+    assert [f["status"] for f in job["files"]] == ["new_source"]
 
 
 # -- a key limited to a collection sees nothing of the others -------------------

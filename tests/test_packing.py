@@ -10,6 +10,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import block_order, tables_of
 from pilar.packing.selection import ScoredUnit, UnitSelector
@@ -136,7 +137,8 @@ def test_page_cache_is_emptied_by_delete(tmp_path):
     assert p.search("what is the tallest building in kanpur?", budget=512).packet.text == first
     assert p.delete(result.doc_id)
     assert not p._pages
-    assert p.search("what is the tallest building in kanpur?", budget=512).pages == []
+    with pytest.raises(EmptyStoreError):
+        p.search("what is the tallest building in kanpur?", budget=512)
 
 
 @pytest.fixture(scope="module")
