@@ -1,13 +1,14 @@
-"""LLM text extraction and VLM visual extraction (PILAR §3.2, App. E.3-E.4),
-against the local OpenAI-compatible STUB server of tests/stub_openai.py
-(recorded replies in tests/fixtures/llm/; never a real model)."""
+"""Fault injection for LLM text extraction and VLM visual extraction (PILAR
+§3.2, App. E.3-E.4): the local OpenAI-compatible STUB server of
+tests/stub_openai.py plays recorded replies (tests/fixtures/llm/) - timeouts,
+HTTP errors, refusals, malformed JSON - that a real model cannot be made to
+give on demand. The real-server tests are in tests/test_llm_server.py."""
 
 from __future__ import annotations
 
 import importlib.util
 
 import base64
-import time
 from pathlib import Path
 
 import pymupdf
@@ -101,15 +102,13 @@ def test_each_block_is_on_its_own(stub, tmp_path):
 def test_timeouts_stop_calling_after_repeated_failures(stub, tmp_path):
     settings = _settings(stub, tmp_path, "text_timeout", llm_timeout=0.3, llm_max_failures=2)
     before = len(stub.requests)
-    t0 = time.perf_counter()
     parsed = parse(PAGE, uri="bad-boy.html", settings=settings)
-    elapsed = time.perf_counter() - t0
     assert _llm(parsed) == []
     notes = [w.split(": ", 1)[1] for w in parsed.warnings if w.startswith("text extraction")]
-    assert notes == ["timed out", "timed out", "skipped after repeated failures",
+    timed_out = f"timed out after 0.3 s ({stub.base_url})"
+    assert notes == [timed_out, timed_out, "skipped after repeated failures",
                      "skipped after repeated failures"]
-    assert len(stub.requests) - before == 2
-    assert elapsed < 2.5  # two 0.3 s timeouts, not four 3 s waits
+    assert len(stub.requests) - before == 2  # two timeouts, then no further calls
 
 
 def test_the_client_retries_server_errors(stub, tmp_path):
