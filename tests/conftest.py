@@ -30,15 +30,39 @@ def hostile(shared_data: Path) -> Path:
     return shared_data / "hostile"
 
 
+SERVERS = {
+    "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
+    "llm": ("LLM_TEST_BASE_URL", "./scripts/test starts llama-cpp-python's server "
+            "(tests/servers/llm)"),
+}
+"""Marker -> (the env var naming the real server, who sets it)."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``neo4j`` run whenever NEO4J_URI is set (and then fail if
-    the server is unreachable); without it they are skipped, saying why."""
-    if os.environ.get("NEO4J_URI"):
-        return
-    skip = pytest.mark.skip(reason="NEO4J_URI is not set (./scripts/test starts a real Neo4j)")
-    for item in items:
-        if "neo4j" in item.keywords:
-            item.add_marker(skip)
+    """Tests marked ``neo4j`` (``llm``) run whenever NEO4J_URI
+    (LLM_TEST_BASE_URL) is set, and then fail if the server is unreachable;
+    without it they are skipped, saying why."""
+    for marker, (var, who) in SERVERS.items():
+        if os.environ.get(var):
+            continue
+        skip = pytest.mark.skip(reason=f"{var} is not set ({who})")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def llm_base_url() -> str:
+    """The real OpenAI-compatible model server of tests/servers/llm (``/v1`` URL)."""
+    url = os.environ.get("LLM_TEST_BASE_URL")
+    assert url, "LLM_TEST_BASE_URL must be set for tests marked llm"
+    return url
+
+
+@pytest.fixture(scope="session")
+def llm_tokenizer() -> str | None:
+    """The served model's tokenizer folder (LLM_TEST_TOKENIZER), if saved."""
+    return os.environ.get("LLM_TEST_TOKENIZER") or None
 
 
 @pytest.fixture(scope="session")
