@@ -55,8 +55,7 @@ def test_text_extraction_keeps_five_closed_predicates_and_links_entities(stub, t
         ("Bad Boy Records", "founder", "Sean Combs"),
         ("Bad Boy Records", "founded", "1993"),
         ("Bad Boy Records", "related_to", "New York City"),
-        ("Bad Boy Records", "is_a", "record label"),
-        ("Bad Boy Records", "parent_organization", "Universal Music Group")]
+        ("Bad Boy Records", "is_a", "record label")]  # Universal Music Group: not in the text
     assert first[0].qualifiers["year"] == "1993" and first[0].modality == "text"
     assert first[2].qualifiers["predicate_text"] == "was started in"
     assert first[0].subject_entity == "organization:bad boy records"
@@ -66,6 +65,8 @@ def test_text_extraction_keeps_five_closed_predicates_and_links_entities(stub, t
     assert [(a.subject, a.predicate, a.object) for a in second] == [
         ("The Notorious B.I.G.", "member_of", "Bad Boy Records")]
     assert any("1 item(s) not in the schema dropped" in w for w in parsed.warnings)
+    assert f"text extraction {parsed.supports[1].support_id}: QC dropped 1 (unverified object)" \
+        in parsed.warnings
     # what the client sent: a JSON-schema response format over the closed inventory
     sent = stub.requests[before]
     assert sent["model"] == "text_ok" and sent["temperature"] == 0
@@ -244,3 +245,17 @@ def test_quality_control_stages():
     # nothing to check against: kept, at lower confidence
     kept, dropped = quality_control([item("Acme", "7")], VisualContext())
     assert [(v, c) for _, v, c in kept] == [("none", 0.5)] and dropped == []
+
+
+def test_text_items_are_checked_against_their_passage():
+    ctx = VisualContext(section="The label signed Craig Mack in 1994.", page_entity="Bad Boy Records")
+
+    def item(subject, obj):
+        return Item(subject=subject, predicate="member_of", object=obj)
+
+    accepted, rejected = quality_control(
+        [item("Craig Mack", "Bad Boy Records"), item("Craig Mack", "Arista Records"),
+         item("Craig Mack", "1995")], ctx)
+    assert [(i.object, v) for i, v, _ in accepted] == [("Bad Boy Records", "section+page")]
+    assert [(i.object, r) for i, r in rejected] == [("Arista Records", "unverified object"),
+                                                    ("1995", "unverified object")]

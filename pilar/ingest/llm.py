@@ -10,7 +10,9 @@ reply validation and quality control:
 - :class:`TextExtractor` — per text block: ``{"assertions": [{subject,
   predicate, object, qualifiers}]}``, at most ``Settings.assertions_per_block``
   (5) kept per block; predicates normalised to the closed inventory
-  (unknown ones read ``related_to``, the phrase kept as ``predicate_text``).
+  (unknown ones read ``related_to``, the phrase kept as ``predicate_text``);
+  subject and object must be found in the passage (or be the page's
+  entity, the first section path entry): :func:`quality_control` stage 2.
 - :class:`VisualExtractor` — per PDF table or figure crop: the crop as a
   PNG data URL, its OCR text and caption; items add ``grounded`` (bool) and
   ``evidence`` (what in the crop shows it). :func:`quality_control` then
@@ -267,8 +269,15 @@ class TextExtractor:
         added = 0
         for s, reply in zip(todo, replies):
             _warn(warnings, "text extraction", s.support_id, reply)
-            added += add_items(b, reply.items[:self.limit], s.support_id, "text", "llm", 0.8,
-                               lambda _: {"section": " > ".join(s.provenance.section_path)})
+            path = s.provenance.section_path
+            accepted, rejected = quality_control(
+                reply.items[:self.limit], VisualContext(section=s.text,
+                                                        page_entity=path[0] if path else ""))
+            if rejected:
+                warnings.append(f"text extraction {s.support_id}: QC dropped {len(rejected)} "
+                                f"({', '.join(sorted({r for _, r in rejected}))})")
+            added += add_items(b, [item for item, _, _ in accepted], s.support_id, "text",
+                               "llm", 0.8, lambda _: {"section": " > ".join(path)})
         return added
 
 
@@ -298,23 +307,28 @@ def _found(value: str, hay_norm: str, hay_numbers: set[str]) -> bool:
     return words in hay_norm or fuzz.partial_ratio(words, hay_norm) >= 90
 
 
-def quality_control(items: Sequence[VisualItem], ctx: VisualContext
-                    ) -> tuple[list[tuple[VisualItem, str, float]], list[tuple[VisualItem, str]]]:
-    """Two-stage QC of visual assertions (PILAR App. E.4).
+def quality_control(items: Sequence[Item], ctx: VisualContext
+                    ) -> tuple[list[tuple[Item, str, float]], list[tuple[Item, str]]]:
+    """Two-stage QC of visual assertions (PILAR App. E.4), stage 2 also for
+    text assertions (checked against their passage as ``section``).
 
     Returns ``(accepted, rejected)``: accepted as ``(item, verified_by,
     confidence)`` where ``verified_by`` names the texts that hold the
-    subject and object (``"ocr"``, ``"caption"``, ``"section"``, ``"none"``
-    when there was no text: confidence 0.5, else 0.8); rejected as ``(item,
-    reason)`` with reason ``"not grounded"`` (stage 1) or ``"unverified
-    subject"`` / ``"unverified object"`` (stage 2)."""
+    subject and object (``"ocr"``, ``"caption"``, ``"section"``, ``"page"``
+    for the page's own entity, ``"none"`` when there was no text: confidence
+    0.5, else 0.8); rejected as ``(item, reason)`` with reason ``"not
+    grounded"`` (stage 1, a :class:`VisualItem` not marked grounded) or
+    ``"unverified subject"`` / ``"unverified object"`` (stage 2). The page's
+    entity stands for the subject of a visual item and for either side of a
+    text item (a passage says "the label" for its page's subject)."""
     accepted, rejected = [], []
     hays = ctx.haystacks()
     norm = [(name, normalise(text), {n.replace(",", "") for n in _NUMBER.findall(text)})
             for name, text in hays]
     page = normalise(ctx.page_entity) if ctx.page_entity else ""
     for item in items:
-        if not item.grounded:
+        visual = isinstance(item, VisualItem)
+        if visual and not item.grounded:
             rejected.append((item, "not grounded"))
             continue
         if not norm:
@@ -324,7 +338,8 @@ def quality_control(items: Sequence[VisualItem], ctx: VisualContext
         ok = True
         for role, value in (("subject", item.subject), ("object", item.object)):
             where = [name for name, h, nums in norm if _found(value, h, nums)]
-            if not where and role == "subject" and page and normalise(value) == page:
+            if not where and (role == "subject" or not visual) and page and \
+                    normalise(value) == page:
                 where = ["page"]
             if not where:
                 rejected.append((item, f"unverified {role}"))
