@@ -163,8 +163,11 @@ class LLMClient:
             if chunk is None:
                 return
             for choice in chunk.choices or ():
-                if choice.delta and choice.delta.content:
-                    yield choice.delta.content
+                delta = choice.delta
+                if delta and getattr(delta, "refusal", None):
+                    raise LLMRequestError(f"refused: {' '.join(delta.refusal.split())[:120]}")
+                if delta and delta.content:
+                    yield delta.content
 
     def _format(self, schema: dict, name: str) -> dict:
         if self.endpoint.response_format == "json_object":

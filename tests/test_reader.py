@@ -1,16 +1,22 @@
 """The reader's own logic, without a model server (PILAR App. G.1, H.2-H.3):
 numbering and re-fitting the packet, reading replies into answers with
 resolved citations and flags, and costing table/figure crops for a VLM.
-End-to-end runs against the real model server are in tests/test_llm_server.py."""
+Failures the real server cannot be made to give are injected with the stub
+(tests/stub_openai.py); end-to-end runs against the real model server are in
+tests/test_llm_server.py."""
 
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
 from pilar.config import Settings
-from pilar.errors import ReaderNotConfiguredError
+from pilar.errors import (LLMReplyError, LLMRequestError, LLMTimeoutError, LLMUnavailableError,
+                          ReaderNotConfiguredError)
 from pilar.ingest import parse
 from pilar.llm import Endpoint
 from pilar.model import Citation, Document, Packet, PacketItem
@@ -19,6 +25,8 @@ from pilar.reader.citations import cited_numbers, read_answer, short_answer
 from pilar.reader.images import crops, image_tokens, resize
 from pilar.reader.prompt import NOT_IN_EVIDENCE, SYSTEM, marked, messages, numbered
 from pilar.retrieval.embeddings import Embedder
+from tests.conftest import ROOT
+from tests.stub_openai import StubOpenAI
 from tests.test_llm import make_pdf
 
 
@@ -200,3 +208,44 @@ def test_crops_of_cited_tables_and_figures_fit_the_room(tmp_path):
     assert [p["type"] for p in parts] == ["text", "image_url", "text", "image_url", "text"]
     assert parts[0]["text"] == "Image of [2]:" and parts[2]["text"] == "Image of [4]:"
     assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+# -- reader failures (FAULT INJECTION with the stub of tests/stub_openai.py) ----
+
+@pytest.mark.parametrize("scenario, kind, line", [
+    ("text_http500", LLMUnavailableError, "HTTP error 500: Error code: 500"),
+    ("text_refusal", LLMRequestError, "refused: I'm sorry, I can't help with that request."),
+    ("reader_empty", LLMReplyError, "the reader's reply is empty (finish reason stop)"),
+    ("text_timeout", LLMTimeoutError, "timed out after 0.5 s"),
+])
+def test_reader_failures_raise_one_kind(tmp_path, counter, scenario, kind, line):
+    from pilar.reader import Reader
+
+    with StubOpenAI() as stub:
+        settings = Settings(home=tmp_path, llm_base_url=stub.base_url, llm_model=scenario,
+                            llm_max_retries=1, llm_timeout=0.5)
+        reader = Reader(settings, counter)
+        with pytest.raises(kind) as err:
+            reader.answer("what is the tallest building?", reader.context(_packet()))
+        assert str(err.value).startswith(line)
+        assert err.value.status == (504 if kind is LLMTimeoutError else 502)
+        if scenario in ("text_http500", "text_timeout"):
+            assert len(stub.requests) == 2  # the client's retry, with backoff
+        # streamed: the same kind, or an empty stream (the stub does not speak SSE)
+        streamed = kind if scenario in ("text_http500", "text_timeout") else LLMReplyError
+        with pytest.raises(streamed):
+            list(reader.stream("what is the tallest building?", reader.context(_packet())))
+
+
+def test_cli_reader_failure_is_one_line(tmp_path):
+    with StubOpenAI() as stub:
+        env = {**os.environ, "PILAR_HOME": str(tmp_path), "PILAR_LLM_BASE_URL": stub.base_url,
+               "PILAR_LLM_MODEL": "text_http500", "PILAR_LLM_MAX_RETRIES": "0",
+               "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-m", "pilar", "ask", "who?"], env=env,
+                              capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip() and "nanobind" not in ln
+             and not ln.startswith(" - ") and "refleaks" not in ln]
+    assert done.returncode == 1 and done.stdout == ""
+    assert lines == ["reader failed: HTTP error 500: Error code: 500 - upstream model crashed"], \
+        done.stderr

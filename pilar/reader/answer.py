@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from pilar.config import Settings
+from pilar.errors import LLMReplyError
 from pilar.llm import Endpoint, LLMClient
 from pilar.model import Answer, Packet, PacketImage
 from pilar.packing.tokens import TokenCounter
@@ -62,11 +63,15 @@ class Reader:
                images: list[PacketImage] = ()) -> Answer:
         """The answer to ``question`` from ``context`` (a :meth:`context`
         packet) and optional crops. Raises :class:`~pilar.errors.LLMError`
-        kinds (timeout, server error, refusal, empty reply)."""
+        kinds (timeout, server error, refusal; an empty reply is
+        :class:`~pilar.errors.LLMReplyError`)."""
         s = self.settings
         done = self.client.chat(messages(question, context, list(images)),
                                 max_tokens=s.reader_max_tokens,
                                 temperature=s.reader_temperature)
+        if not done.text.strip():
+            raise LLMReplyError("the reader's reply is empty "
+                                f"(finish reason {done.finish_reason or 'none'})")
         return read_answer(question, done.text, context, model=done.model,
                            finish_reason=done.finish_reason, images=list(images),
                            prompt_tokens=done.prompt_tokens,
@@ -80,5 +85,10 @@ class Reader:
                                     max_tokens=s.reader_max_tokens,
                                     temperature=s.reader_temperature)
         model = self.client.model
-        return AnswerStream(deltas, lambda text: read_answer(
-            question, text, context, model=model, images=list(images)), context)
+
+        def finish(text: str) -> Answer:
+            if not text.strip():
+                raise LLMReplyError("the reader's streamed reply is empty")
+            return read_answer(question, text, context, model=model, images=list(images))
+
+        return AnswerStream(deltas, finish, context)
