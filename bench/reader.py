@@ -9,8 +9,8 @@ setting, side by side in one run (PILAR App. C.1, H.2-H.3).
 ``STORE`` is a pilar home holding the pages the questions ask about (e.g. a
 copy of a 400-page dev store: never a store others use, opening it may
 migrate it). Questions are ``lookup=1`` rows of a questions file in the
-format of ``../shared/data/wtq/dev/questions.tsv``, a fixed-seed sample of
-``--limit``; a document is a question's gold page when its file stem is the
+format of ``../shared/data/wtq/dev/questions.tsv`` whose gold page is in the
+store, a fixed-seed sample of ``--limit``; a document is a question's gold page when its file stem is the
 question's ``page_id``. The reader is whatever ``PILAR_LLM_*`` /
 ``PILAR_READER_*`` configure: a stronger model on a GPU reproduces the run
 with one setting changed (e.g. ``PILAR_LLM_BASE_URL`` of a vLLM server).
@@ -89,7 +89,9 @@ def main() -> None:
     docs = p.docs()
     sources = {d.doc_id: d.uri for d in docs}
     page_of = {Path(d.uri).stem: f"{d.doc_id}:1" for d in docs}
-    questions = [q for q in load_questions(args.questions, args.limit) if q[1] in page_of]
+    questions = [q for q in load_questions(args.questions, None) if q[1] in page_of]
+    if args.limit and args.limit < len(questions):  # a fixed sample of the stored pages' questions
+        questions = random.Random(13).sample(questions, args.limit)
     flat = FlatChunks(p, cache=Path("bench/out"))
     console.print(f"{len(questions)} questions, {len(docs)} documents, reader "
                   f"{reader.client.model} at {reader.client.endpoint.base_url}, budget "
