@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pilar.model import to_jsonable
+from pilar.model import answer_jsonable, to_jsonable
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
                   no_args_is_help=True, add_completion=False)
@@ -143,16 +143,6 @@ FLAG_NOTES = {
 }
 
 
-def answer_json(answer) -> dict:
-    """An :class:`~pilar.model.Answer` as JSON (also used by the REST layer)."""
-    data = to_jsonable(answer)
-    data["not_in_evidence"] = answer.not_in_evidence
-    data["packet"]["citations"] = [to_jsonable(c) for c in answer.packet.citations]
-    for img in data["images"]:
-        img.pop("png", None)
-    return data
-
-
 def _where(c) -> str:
     parts = [f"page {c.page}"]
     if c.section_path:
@@ -203,7 +193,7 @@ def ask(question: str,
         err.print(f"[red]reader failed:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     if as_json:
-        out.print_json(json.dumps(answer_json(answer), ensure_ascii=False))
+        out.print_json(json.dumps(answer_jsonable(answer), ensure_ascii=False))
         return
     if not stream:
         out.print(escape(answer.text.strip()), highlight=False)

@@ -193,7 +193,7 @@ class LLMClient:
             raise LLMRequestError(f"{what} {code}: {text}", status_code=code) from None
         except openai.APIError as exc:  # an error event inside a stream, a bad body
             raise LLMReplyError(f"bad reply: {_first_line(exc)}") from None
-        except (json.JSONDecodeError, ValueError) as exc:
+        except json.JSONDecodeError as exc:  # a stream event that is not JSON
             raise LLMReplyError(f"bad reply: {_first_line(exc)}") from None
 
 
