@@ -139,14 +139,18 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=0, help="SAME_AS links to sample")
     ap.add_argument("--seed", type=int, default=6)
     ap.add_argument("--out", type=Path, default=None, help="TSV of the sampled links")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = ap.parse_args()
     pages = sorted(args.pages.glob("*.html"))
     settings = Settings()
     figures = parse_figures(pages[:args.limit] if args.limit else pages, settings)
     print(json.dumps(figures, indent=2, ensure_ascii=False))
+    report = {"parse": figures}
     if args.ingest:
-        print(json.dumps(ingest_figures(pages[:args.ingest], args.sample, args.seed, args.out),
-                         indent=2, ensure_ascii=False))
+        report["ingest"] = ingest_figures(pages[:args.ingest], args.sample, args.seed, args.out)
+        print(json.dumps(report["ingest"], indent=2, ensure_ascii=False))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
 
 
 if __name__ == "__main__":

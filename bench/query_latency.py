@@ -1,7 +1,7 @@
 """Per-search latency (reader excluded): p50 and p95 of ``Pilar.search``.
 
     python bench/query_latency.py [--home DIR] [--questions TSV] [--n N]
-                                  [--neo4j-uri URI] [--json OUT]
+                                  [--neo4j-uri URI] [--es-url URL --es-prefix P] [--json OUT]
 
 Runs ``--n`` lookup questions (fixed-seed sample) against a store that
 already holds the corpus (``bench/retrieval_recall.py`` or
@@ -9,7 +9,12 @@ already holds the corpus (``bench/retrieval_recall.py`` or
 With ``--neo4j-uri`` (or NEO4J_URI) the same questions also run with the
 graph on Neo4j and the page index kept in the same embedded file: the
 store's documents are parsed again and their graph written to Neo4j (the
-page vectors are not recomputed). Each backend is measured twice: with the
+page vectors are not recomputed). With ``--es-url`` too, the production
+stack (graph on Neo4j, page index on Elasticsearch under ``--es-prefix``, no
+SQLite file) is measured instead of the Neo4j + embedded-index one; it must
+already hold the corpus
+(``bench/backend_parity.py --fill`` or ``pilar ingest`` on that stack). Each
+stack is measured twice: with the
 page cache warm (a long-running server's steady state) and emptied before
 every search. Targets on the 400-page corpus, 2 cores:
 p50 <= 150 ms, p95 <= 400 ms.
@@ -49,6 +54,14 @@ def count_queries(p: Pilar) -> list[int]:
     """A one-element counter of the store queries ``p`` runs from now on:
     Neo4j driver queries when the graph is on Neo4j, else SQL statements."""
     counter = [0]
+    if p.index.name == "elasticsearch":  # plus Elasticsearch requests
+        perform = p.index.client.perform_request
+
+        def requested(*args, **kwargs):
+            counter[0] += 1
+            return perform(*args, **kwargs)
+
+        p.index.client.perform_request = requested
     driver = getattr(p.graph, "driver", None)
     if driver is not None:
         execute_query = driver.execute_query
@@ -69,8 +82,8 @@ def count_queries(p: Pilar) -> list[int]:
 
 def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, float]:
     """Latency of ``p.search`` over ``questions`` after 5 warm-up searches:
-    ``{"p50_ms", "p95_ms", "mean_ms", "n", "queries_per_search", "load_before",
-    "load_after"}`` (load = 1-minute load average). Every question is
+    ``{"ms" (one per search, in question order), "p50_ms", "p95_ms", "mean_ms",
+    "n", "queries_per_search", "load_before", "load_after"}`` (load = 1-minute load average). Every question is
     embedded afresh (the query-vector cache is emptied). ``cold`` empties the
     page cache (supports and units of packed pages) before every search;
     otherwise all questions run once untimed first, so their pages are
@@ -80,15 +93,17 @@ def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, flo
     counter = count_queries(p)
     load_before = os.getloadavg()[0]
     times = []
-    for q in track(questions, description=f"search ({p.graph.name}{', cold' if cold else ''})"):
+    for q in track(questions, description=f"search ({p.graph.name} + {p.index.name}"
+                                          f"{', cold' if cold else ''})"):
         p.embedder._queries.clear()
         if cold:
             p._pages.clear()
         t = time.perf_counter()
         p.search(q)
         times.append((time.perf_counter() - t) * 1000)
+    samples = list(times)
     times.sort()
-    return {"p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
+    return {"ms": samples, "p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
             "mean_ms": statistics.fmean(times), "n": len(times),
             "queries_per_search": counter[0] / len(times), "load_before": load_before,
             "load_after": os.getloadavg()[0]}
@@ -100,6 +115,8 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--neo4j-uri", default=os.environ.get("NEO4J_URI"))
+    ap.add_argument("--es-url", default=os.environ.get("ELASTICSEARCH_URL"))
+    ap.add_argument("--es-prefix", default="pilar")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     console = Console()
@@ -110,7 +127,7 @@ def main() -> None:
     n_docs = len(embedded.docs())
     report = {"sqlite": measure(embedded, questions),
               "sqlite, cold page cache": measure(embedded, questions, cold=True)}
-    if args.neo4j_uri:
+    if args.neo4j_uri and not args.es_url:
         settings = Settings(graph="neo4j", neo4j_uri=args.neo4j_uri)
         neo = Pilar(home=args.home, settings=settings)
         stored = {d.doc_id for d in neo.graph.documents()}
@@ -121,15 +138,23 @@ def main() -> None:
                 neo.graph.write_document(parsed)
         report["neo4j"] = measure(neo, questions)
         report["neo4j, cold page cache"] = measure(neo, questions, cold=True)
+    if args.neo4j_uri and args.es_url:
+        prod = Pilar(settings=Settings(home=args.home / "unused", graph="neo4j",
+                                       neo4j_uri=args.neo4j_uri, index="elasticsearch",
+                                       elasticsearch_url=args.es_url,
+                                       elasticsearch_index=args.es_prefix))
+        report["neo4j + elasticsearch"] = measure(prod, questions)
+        report["neo4j + elasticsearch, cold page cache"] = measure(prod, questions, cold=True)
     import torch
 
+    report["documents"] = n_docs
     report["env"] = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "neo4j_rust_ext": importlib.util.find_spec("neo4j._rust") is not None}
     table = Table(title=f"search latency, {args.n} questions, {n_docs} documents, reader excluded")
-    for col in ("graph backend", "p50 ms", "p95 ms", "mean ms", "queries/search", "load"):
+    for col in ("graph (+ index)", "p50 ms", "p95 ms", "mean ms", "queries/search", "load"):
         table.add_column(col)
     for name, r in report.items():
-        if name != "env":
+        if name not in ("env", "documents"):
             table.add_row(name, f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['mean_ms']:.1f}",
                           f"{r['queries_per_search']:.1f}",
                           f"{r['load_before']:.2f} -> {r['load_after']:.2f}")

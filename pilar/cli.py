@@ -1,13 +1,22 @@
-"""The ``pilar`` command line (Typer): ingest, search, ask, docs, delete, stats.
+"""The ``pilar`` command line (Typer): ingest, search, ask, docs, delete, stats,
+migrate, cypher, eval.
 
-Every command has the same reach as the Python API (:class:`pilar.Pilar`).
+Every command has the same reach as the Python API (:class:`pilar.Pilar`)
+and turns pilar's errors into one ``error:`` line on stderr (:func:`reported`)
+with an exit code: 0 done; 1 the command ran but failed (a file failed, no
+store, an empty store, a store that cannot be reached); 2 bad arguments or
+settings (the line names the setting).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -15,59 +24,148 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pilar.config import MIN_BUDGET, PROFILES, Settings
+from pilar.errors import PilarError
+from pilar.eval.run import markdown_table
 from pilar.model import answer_jsonable, to_jsonable
 
+EVAL_LIMIT = 300
+"""Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
+
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)  # one line per message, also in logs
 
-HomeOpt = Annotated[Optional[Path], typer.Option("--home", help="store folder (PILAR_HOME)")]
+HomeOpt = Annotated[Optional[Path], typer.Option(
+    "--home", help="store folder (default: PILAR_HOME, else ~/.local/share/pilar)")]
 CollectionsOpt = Annotated[Optional[list[str]], typer.Option(
     "--collection", help="only documents of this collection (repeat for several)")]
+ECHO_CHARS = 80
+"""Characters of a question echoed in the search header."""
 
 
-def _pilar(home: Path | None):
-    from pilar import Pilar
-    from pilar.errors import PilarError
+def _default(name: str):
+    """The built-in default of setting ``name`` (for help texts)."""
+    return Settings.model_fields[name].default
 
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``error: message`` (one line) on stderr and exit with ``code``."""
+    err.print(f"[red]error:[/] {escape(message)}")
+    raise typer.Exit(code)
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn pilar's errors into one ``error:`` line each and the exit code:
+    a bad setting (pydantic's validation, :class:`ConfigError`) exits 2,
+    any other :class:`PilarError` (no store, an empty store, a store that
+    cannot be opened) exits 1."""
     from pydantic import ValidationError
 
+    from pilar.errors import ConfigError, PilarError
+
     try:
-        return Pilar(home=home)
-    except PilarError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        yield
     except ValidationError as exc:  # a bad PILAR_* setting in the environment or .env
         for e in exc.errors():
             name = "PILAR_" + "_".join(str(x) for x in e["loc"]).upper()
             err.print(f"[red]error:[/] {name}={escape(repr(e.get('input')))}: {escape(e['msg'])}")
         raise typer.Exit(2) from None
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    except PilarError as exc:
+        fail(str(exc), 1)
 
 
-@app.command()
-def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or globs")],
+def command(*args, **kwargs):
+    """``app.command(...)`` whose body runs under :func:`reported`."""
+    def register(fn):
+        @functools.wraps(fn)
+        def run(*a, **kw):
+            with reported():
+                return fn(*a, **kw)
+        return app.command(*args, **kwargs)(run)
+    return register
+
+
+def _open(home: Path | None, create: bool = True):
+    """A :class:`Pilar` on ``home``; raises pilar's errors (see :func:`reported`)."""
+    from pilar import Pilar
+
+    return Pilar(home=home, create=create)
+
+
+def _pilar(home: Path | None, create: bool = True):
+    """A :class:`Pilar` on ``home``; a bad setting or a missing store (when
+    ``create`` is False) ends the command with one ``error:`` line."""
+    with reported():
+        return _open(home, create)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from pilar import __version__
+
+        out.print(f"pilar {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="print the version and exit")] = False) -> None:
+    """pilar: page-grounded evidence for document question answering."""
+
+
+def clip(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters with a note of the rest."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit]}... ({len(flat):,} characters)"
+
+
+@command()
+def ingest(paths: Annotated[list[str], typer.Argument(
+               metavar="PATH", help="files, folders or globs")],
+           verbose: Annotated[bool, typer.Option(
+               "--verbose", "-v", help="list each file skipped in a folder and why")] = False,
            collection: Annotated[str, typer.Option(
                help="collection the documents belong to")] = "default",
            home: HomeOpt = None) -> None:
-    """Ingest PDF and HTML files into the store; exit code 1 if any file failed."""
-    from pilar.pipeline import expand_paths
+    """Ingest PDF and HTML files into the store; exit code 1 if any file failed.
 
-    p = _pilar(home)
+    Folders are walked; files in them that are not documents (notes, data,
+    hidden files) are skipped and counted."""
+    from pilar.pipeline import select_files
+
+    p = _open(home)
     p.recover()
-    files = expand_paths(paths)
+    files, skipped = select_files(paths)
+    if verbose:
+        for path, why in skipped:
+            err.print(f"[dim]skipped[/] {escape(str(path))}: {escape(why)}")
     if not files:
-        err.print("[red]nothing to ingest:[/] no files matched " + escape(" ".join(paths)))
-        raise typer.Exit(1)
-    counts = {"ingested": 0, "replaced": 0, "unchanged": 0, "failed": 0}
+        fail("nothing to ingest: no documents matched " + clip(" ".join(paths))
+             + (f" ({_skipped_note(skipped)})" if skipped else ""))
+    counts = Counter({"ingested": 0, "replaced": 0, "unchanged": 0, "new_source": 0,
+                      "failed": 0})
     pages = units = assertions = entities = 0
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.description}"), console=err,
-                  transient=False) as bar:
+                  disable=not err.is_terminal) as bar:  # logs get the lines, no bar
         task = bar.add_task("", total=len(files))
-        for path in files:
-            bar.update(task, description=escape(path.name))
-            r = p.ingest_file(path, collection)
+        for i, path in enumerate(files):
+            name = escape(path.name)
+            bar.update(task, description=name)
+
+            def on_page(done: int, total: int, i=i, name=name) -> None:
+                bar.update(task, completed=i + done / total,
+                           description=f"{name} page {done}/{total}")
+
+            r = p.ingest_file(path, collection, on_page=on_page)
             counts[r.status] += 1
             pages += r.n_pages if r.status in ("ingested", "replaced") else 0
             units += r.n_units
@@ -75,58 +173,80 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
             entities += r.n_entities
             if r.status == "failed":
                 bar.console.print(f"[red]failed[/] {escape(str(path))}: {escape(r.reason or '')}")
+            elif r.status == "new_source":
+                bar.console.print(f"[cyan]new source[/] {escape(str(path))}: same bytes as "
+                                  f"{escape(r.reason or '')} (document {r.doc_id}); "
+                                  "both paths recorded")
             for note in r.warnings:
                 bar.console.print(f"[yellow]warning[/] {escape(str(path))}: {escape(note)}")
-            bar.advance(task)
+            bar.update(task, completed=i + 1, description=name)
+    if skipped and not verbose:
+        err.print(f"skipped {_skipped_note(skipped)}; --verbose lists them")
     err.print(f"{counts['ingested']} ingested, {counts['replaced']} replaced, "
-              f"{counts['unchanged']} unchanged, {counts['failed']} failed "
+              f"{counts['unchanged']} unchanged, {counts['new_source']} new source, "
+              f"{counts['failed']} failed, {len(skipped)} skipped "
               f"({pages} pages, {units} units, {assertions} assertions, "
-              f"{entities} entity records)")
+              f"{entities} entity records) in {p.settings.home}")
     if counts["failed"]:
         raise typer.Exit(1)
 
 
-@app.command()
-def search(question: str,
-           budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
-           k: Annotated[Optional[int], typer.Option("--k", help="pages to rank")] = None,
+def _skipped_note(skipped: list[tuple[Path, str]]) -> str:
+    """``"3 files in folders: 2 not a document (.md), 1 hidden"``."""
+    by_reason = Counter(why for _, why in skipped)
+    parts = ", ".join(f"{n} {why}" for why, n in by_reason.most_common())
+    return f"{len(skipped)} file{'s' * (len(skipped) != 1)} in folders: {parts}"
+
+
+@command()
+def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
+                                                   help="what to find evidence for")],
+           budget: Annotated[Optional[int], typer.Option(
+               help=f"packet token budget, at least {MIN_BUDGET} "
+                    f"[default: PILAR_BUDGET or {_default('budget')}]")] = None,
+           k: Annotated[Optional[int], typer.Option(
+               "--k", help=f"pages to rank, at least 1 "
+                           f"[default: PILAR_TOP_K or {_default('top_k')}]")] = None,
            as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
            explain: Annotated[bool, typer.Option(
                "--explain", help="show each page's score parts and graph path")] = False,
            profile: Annotated[Optional[str], typer.Option(
-               help="single-shot (default) or multi-hop")] = None,
+               help=f"{' or '.join(PROFILES)} [default: PILAR_PROFILE or "
+                    f"{_default('profile')}]")] = None,
            collection: CollectionsOpt = None,
            doc: Annotated[Optional[list[str]], typer.Option(
                "--doc", help="only this document id (repeat for several)")] = None,
            home: HomeOpt = None) -> None:
-    """Rank pages for QUESTION and print the evidence packet."""
-    from pilar.config import PROFILES
+    """Rank pages for QUESTION and print the evidence packet; exit code 1
+    when there is no store or it holds no documents."""
+    from pilar.errors import EmptyStoreError
 
     if profile is not None and profile not in PROFILES:
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
-    from pilar.errors import PilarError
-
-    p = _pilar(home)
     try:
-        result = p.search(question, budget=budget, k=k, profile=profile,
-                          collections=collection or None, doc_ids=doc or None)
-    except (ValueError, PilarError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        p = _open(home, create=False)
+        try:
+            result = p.search(question, budget=budget, k=k, profile=profile,
+                              collections=collection or None, doc_ids=doc or None)
+        except (ValueError, TypeError) as exc:
+            fail(str(exc), 2)
+    except EmptyStoreError as exc:
+        if as_json:
+            out.print_json(json.dumps({"question": question, "pages": [], "packet": None,
+                                       "error": str(exc)}, ensure_ascii=False))
+        raise
     if as_json:
-        data = to_jsonable(result)
-        data["packet"]["citations"] = [to_jsonable(c) for c in result.packet.citations]
-        out.print_json(json.dumps(data, ensure_ascii=False))
+        from pilar.api.models import search_response  # the REST API's response model
+
+        out.print_json(search_response(result).model_dump_json())
         return
-    table = Table(title=f"pages for: {escape(question)}", show_lines=False)
+    table = Table(title=f"pages for: {escape(clip(question))}", show_lines=False)
     for col in ("#", "score", "bm25", "dense", "page", "document"):
         table.add_column(col)
     for i, pg in enumerate(result.pages, 1):
         table.add_row(str(i), f"{pg.score:.3f}", f"{pg.bm25:.3f}", f"{pg.dense:.3f}",
                       str(pg.number), escape(pg.title or pg.source))
     out.print(table)
-    if not result.pages and not p.docs():
-        err.print("the store is empty: add documents with [bold]pilar ingest PATH[/]")
     if explain:
         _explain(result.pages, p.settings)
     pk = result.packet
@@ -232,42 +352,47 @@ def _explain(pages, settings) -> None:
         out.print("query entities: " + escape(", ".join(pages[0].trace["query_entities"])))
 
 
-@app.command()
+@command()
 def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
          collection: CollectionsOpt = None, home: HomeOpt = None) -> None:
-    """List stored documents."""
-    documents = _pilar(home).docs(collections=collection or None)
+    """List stored documents (with every path each was found at)."""
+    documents = _open(home, create=False).docs(collections=collection or None)
     if as_json:
-        out.print_json(json.dumps(to_jsonable(documents), ensure_ascii=False))
+        from pilar.api.models import DocumentOut
+
+        out.print_json(json.dumps([DocumentOut.model_validate(d).model_dump() for d in documents],
+                                  ensure_ascii=False))
         return
     table = Table(title=f"{len(documents)} documents")
     for col in ("doc_id", "collection", "type", "pages", "title", "source"):
         table.add_column(col)
     for d in documents:
+        more = f" (+{len(d.sources) - 1} more)" if len(d.sources) > 1 else ""
         table.add_row(d.doc_id, escape(d.collection), d.media_type.split("/")[-1], str(d.n_pages),
-                      escape(d.title), escape(d.uri))
+                      escape(d.title), escape(d.uri) + more)
     out.print(table)
 
 
-@app.command()
-def delete(doc_id: str, home: HomeOpt = None) -> None:
+@command()
+def delete(doc_id: Annotated[str, typer.Argument(metavar="DOC_ID",
+                                                 help="a doc_id from `pilar docs`")],
+           home: HomeOpt = None) -> None:
     """Delete a document (by DOC_ID, see `pilar docs`)."""
-    if not _pilar(home).delete(doc_id):
-        err.print(f"[red]no document {escape(doc_id)}[/]")
-        raise typer.Exit(1)
+    if not _open(home, create=False).delete(doc_id):
+        fail(f"no document {doc_id}")
     err.print(f"deleted {escape(doc_id)}")
 
 
-@app.command()
+@command()
 def stats(home: HomeOpt = None) -> None:
     """Counts of documents, pages, supports and the other layers."""
-    out.print_json(json.dumps(_pilar(home).stats()))
+    out.print_json(json.dumps(_open(home, create=False).stats()))
 
 
-@app.command()
+@command()
 def migrate(home: HomeOpt = None) -> None:
-    """Apply pending schema migrations (idempotent)."""
-    out.print_json(json.dumps(_pilar(home).migrate()))
+    """Apply pending schema migrations (idempotent; creates the store if missing)."""
+    out.print_json(json.dumps(_open(home).migrate()))
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -280,31 +405,114 @@ def _param(text: str) -> tuple[str, object]:
         return key, value
 
 
-@app.command()
-def cypher(query: str,
+@command()
+def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-only Cypher query")],
            param: Annotated[Optional[list[str]], typer.Option(
                "--param", "-p", help="KEY=VALUE (VALUE read as JSON when it parses)")] = None,
            timeout: Annotated[float, typer.Option(help="seconds before the server aborts")] = 30.0,
            limit: Annotated[int, typer.Option(help="row cap")] = 1000,
            home: HomeOpt = None) -> None:
     """Run a READ-ONLY Cypher query on the Neo4j graph and print JSON rows."""
-    from pilar.errors import PilarError
     from pilar.graph.explore import CypherError
 
     params = dict(_param(p) for p in param or [])
     try:
-        result = _pilar(home).cypher(query, params, timeout=timeout, row_cap=limit)
+        result = _open(home).cypher(query, params, timeout=timeout, row_cap=limit)
     except CypherError as exc:
         kind = "refused (client error)" if exc.is_client_error else "failed"
         err.print(f"[red]query {kind}:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
-    except PilarError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from None
     out.print_json(json.dumps({"columns": result.columns, "rows": result.rows}, ensure_ascii=False))
     if result.truncated:
         err.print(f"[yellow]cut at the row cap of {result.row_cap} rows; "
                   f"use --limit or LIMIT to see more[/]")
+
+
+@app.command("eval")
+def eval_(questions: Annotated[Path, typer.Argument(
+              help="questions TSV: qid, question, answers ' | '-joined, optional gold "
+                   "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],
+          budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
+          k: Annotated[Optional[int], typer.Option(
+              "--k", help="pages packed and checked for support-chain coverage")] = None,
+          profile: Annotated[Optional[str], typer.Option(
+              help="single-shot (default) or multi-hop")] = None,
+          limit: Annotated[Optional[int], typer.Option(
+              help=f"fixed-seed sample of N questions (default {EVAL_LIMIT}; 0 = all)")] = None,
+          json_out: Annotated[Optional[Path], typer.Option(
+              "--json", help="write the report (figures and per-question rows) as JSON")] = None,
+          home: HomeOpt = None) -> None:
+    """Evaluate search on QUESTIONS over the current store: recall@k, MRR,
+    support-chain coverage and evidence delivery, as a Markdown table."""
+    from pilar.config import PROFILES
+    from pilar.errors import PilarError
+
+    if profile is not None and profile not in PROFILES:
+        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    if limit is not None and limit < 0:
+        raise typer.BadParameter("must be 0 (all) or more", param_hint="--limit")
+    p = _pilar(home)
+    if not p.docs():
+        err.print("the store is empty: add documents with [bold]pilar ingest PATH[/]")
+        raise typer.Exit(1)
+    with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task("", total=None)
+        try:
+            report = p.evaluate(questions, budget=budget, k=k, profile=profile,
+                                limit=EVAL_LIMIT if limit is None else (limit or None),
+                                progress=lambda done, total: bar.update(task, completed=done,
+                                                                        total=total))
+        except (PilarError, ValueError, TypeError) as exc:
+            bar.stop()
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+    for note in report.notes:
+        err.print(f"[yellow]note[/] {escape(note)}")
+    out.print(f"{report.method} on {escape(report.questions)}: {report.counts['all']} questions, "
+              f"budget {report.budget} tokens, k {report.k}, profile {report.profile}, "
+              f"{report.seconds:.0f} s\n", highlight=False)
+    out.print(markdown_table(report), highlight=False, markup=False)
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(to_jsonable(report), ensure_ascii=False, indent=1))
+        err.print(f"wrote {escape(str(json_out))}")
+
+
+@app.command()
+def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+          workers: Annotated[int, typer.Option(min=1, help="server processes")] = 1,
+          home: HomeOpt = None) -> None:
+    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
+    import os
+
+    import uvicorn
+
+    if home is not None:
+        os.environ["PILAR_HOME"] = str(home)
+    if workers == 1:
+        from pilar.api import create_app
+
+        p = _pilar(None)
+        try:
+            application = create_app(p)
+        except PilarError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        uvicorn.run(application, host=host, port=port, log_level="info")
+    else:  # each process builds its own app from the environment
+        uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_level="info")
+
+
+@app.command()
+def mcp(home: HomeOpt = None) -> None:
+    """Serve the MCP tools (search, get_page, cypher) over stdio, for agent clients."""
+    from pilar.api.auth import Keyring
+    from pilar.api.mcp_server import build_mcp
+
+    build_mcp(_pilar(home), Keyring([])).run("stdio")
 
 
 def main() -> None:

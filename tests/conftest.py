@@ -30,22 +30,24 @@ def hostile(shared_data: Path) -> Path:
     return shared_data / "hostile"
 
 
-SERVERS = {
+SERVER_MARKERS = {
     "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
+    "elasticsearch": ("ELASTICSEARCH_URL", "./scripts/test starts a real Elasticsearch"),
+    "browser": ("PILAR_CHROMIUM", "./scripts/test sets it when Debian's chromium is installed"),
     "llm": ("LLM_TEST_BASE_URL", "./scripts/test starts llama-cpp-python's server "
             "(tests/servers/llm)"),
 }
-"""Marker -> (the env var naming the real server, who sets it)."""
+"""Marker -> (environment variable, how it gets set) for tests needing a server or tool."""
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``neo4j`` (``llm``) run whenever NEO4J_URI
-    (LLM_TEST_BASE_URL) is set, and then fail if the server is unreachable;
-    without it they are skipped, saying why."""
-    for marker, (var, who) in SERVERS.items():
+    """Tests marked ``neo4j``, ``elasticsearch`` (``browser``) run whenever
+    NEO4J_URI, ELASTICSEARCH_URL (PILAR_CHROMIUM) is set, and then fail if the server (browser) is not
+    there; without it they are skipped, saying why."""
+    for marker, (var, how) in SERVER_MARKERS.items():
         if os.environ.get(var):
             continue
-        skip = pytest.mark.skip(reason=f"{var} is not set ({who})")
+        skip = pytest.mark.skip(reason=f"{var} is not set ({how})")
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
@@ -86,6 +88,43 @@ def neo4j_store(neo4j_uri):
                     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
     yield store
     store.close()
+
+
+@pytest.fixture(scope="session")
+def elasticsearch_url() -> str:
+    url = os.environ.get("ELASTICSEARCH_URL")
+    assert url, "ELASTICSEARCH_URL must be set for tests marked elasticsearch"
+    return url
+
+
+@pytest.fixture
+def es_index(elasticsearch_url, request):
+    """An ElasticsearchPageIndex on the real node under its own alias prefix
+    (one pair of indexes per test, deleted afterwards)."""
+    import uuid
+
+    from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
+
+    index = ElasticsearchPageIndex(elasticsearch_url, os.environ.get("ELASTICSEARCH_API_KEY"),
+                                   prefix=f"pilar-test-{uuid.uuid4().hex[:12]}")
+    yield index
+    index.drop()
+    index.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)])
+def page_index(request, tmp_path):
+    """Every PageIndex backend in turn (one contract): a real SQLite file, and
+    the real Elasticsearch node when ELASTICSEARCH_URL is set."""
+    if request.param == "sqlite":
+        from pilar.retrieval.sqlite import SqlitePageIndex
+        from pilar.stores import SqliteDatabase
+
+        index = SqlitePageIndex(SqliteDatabase(tmp_path / "pilar.sqlite"))
+        yield index
+        index.close()
+    else:
+        yield request.getfixturevalue("es_index")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])

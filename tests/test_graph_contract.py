@@ -197,3 +197,92 @@ def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):
     empty = {"mention": {}, "alias": {}, "assertion": {}}
     assert graph_store.expansion_pages(["person:nobody"]) == empty
     assert graph_store.expansion_pages([]) == empty
+
+
+def test_a_document_has_several_sources(graph_store):
+    parsed = parse(CORPUS / "204-541.html")
+    doc_id, first = parsed.document.doc_id, parsed.document.uri
+    graph_store.write_document(parsed)
+    assert graph_store.add_source(doc_id, "/copies/kanpur.html") is True
+    assert graph_store.add_source(doc_id, "/copies/kanpur.html") is False   # known already
+    assert graph_store.add_source("no-such-doc", "/x.html") is False
+    [doc] = graph_store.documents([doc_id])
+    assert (doc.uri, doc.sources) == (first, [first, "/copies/kanpur.html"])
+    assert [d.doc_id for d in graph_store.find_by_uri("/copies/kanpur.html")] == [doc_id]
+    graph_store.remove_source(doc_id, first)        # new bytes arrived at the first path
+    [doc] = graph_store.documents([doc_id])
+    assert (doc.uri, doc.sources) == ("/copies/kanpur.html", ["/copies/kanpur.html"])
+    assert graph_store.find_by_uri(first) == []
+    assert graph_store.find_by_sha256(parsed.document.sha256).sources == ["/copies/kanpur.html"]
+
+
+def _linked_pair(graph_store):
+    """Two documents: Ratan Planet in both, Krishna Tower in a (and the object
+    of one of b's assertions), SAME_AS between them."""
+    a = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower"])
+    b = _with_graph(parse(CORPUS / "204-268.html"), ["Ratan Planet"])
+    bd = b.document.doc_id
+    b.assertions.append(Assertion(f"{bd}:a9", bd, "Child Maurice", "related_to", "Krishna Tower",
+                                  "text", (b.supports[2].support_id,), {}, 0.9, True, "test",
+                                  object_entity="person:krishna tower"))
+    b.same_as = [SameAs("person:ratan planet", "person:krishna tower", 0.5, "test")]
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    return a, b
+
+
+def test_entity_links_read_one_hop(graph_store):
+    a, b = _linked_pair(graph_store)
+    ad, bd = a.document.doc_id, b.document.doc_id
+    links = graph_store.entity_links(["person:krishna tower", "person:nobody"])
+    assert [x.assertion_id for x in links.assertions] == [f"{ad}:a1", f"{bd}:a9"]
+    a9 = links.assertions[1]
+    assert (a9.subject, a9.object_entity, a9.supports, a9.doc_id) == (
+        "Child Maurice", "person:krishna tower", (b.supports[2].support_id,), bd)
+    assert links.mentions == [("person:krishna tower", a.supports[1].support_id)]
+    assert [(s.source, s.target, s.score, s.method) for s in links.same_as] == [
+        ("person:ratan planet", "person:krishna tower", 0.5, "test")]
+    both = graph_store.entity_links(["person:ratan planet", "person:krishna tower"], limit=1)
+    # at most one assertion and mention per entity; an assertion reached twice comes once
+    assert [x.assertion_id for x in both.assertions] == [f"{ad}:a0", f"{ad}:a1"]
+    assert both.mentions == [("person:krishna tower", a.supports[1].support_id),
+                             ("person:ratan planet", a.supports[0].support_id)]
+    assert len(both.same_as) == 1
+    empty = graph_store.entity_links(["person:nobody"])
+    assert (empty.assertions, empty.mentions, empty.same_as) == ([], [], [])
+
+
+def test_entity_documents_and_supports_by_id(graph_store):
+    a, b = _linked_pair(graph_store)
+    ad, bd = a.document.doc_id, b.document.doc_id
+    got = graph_store.entity_documents(["person:krishna tower", "person:ratan planet",
+                                        "person:nobody"])
+    assert got == {"person:krishna tower": sorted([ad, bd]),  # b only through its assertion
+                   "person:ratan planet": sorted([ad, bd]), "person:nobody": []}
+    assert graph_store.entity_documents([]) == {}
+    ids = [b.supports[2].support_id, "nope", a.supports[3].support_id]
+    supports = graph_store.supports_by_id(ids)
+    assert set(supports) == {ids[0], ids[2]}
+    assert supports[ids[0]] == b.supports[2] and supports[ids[2]] == a.supports[3]
+    assert graph_store.supports_by_id([]) == {}
+
+
+def test_neighborhood_hops_and_document_filter(graph_store):
+    from pilar.graph.explore import neighborhood
+
+    a, b = _linked_pair(graph_store)
+    ad, bd = a.document.doc_id, b.document.doc_id
+    one = neighborhood(graph_store, "person:krishna tower", depth=1)
+    assert [e.entity_id for e in one.entities] == ["person:krishna tower", "person:ratan planet"]
+    assert {x.assertion_id for x in one.assertions} == {f"{ad}:a1", f"{bd}:a9"}
+    assert {s.support_id for s in one.supports} == {a.supports[1].support_id,
+                                                     b.supports[2].support_id}
+    assert one.pages == [a.pages[0].page_id, b.pages[0].page_id]
+    two = neighborhood(graph_store, "person:krishna tower", depth=2)
+    assert {x.assertion_id for x in two.assertions} == {f"{ad}:a0", f"{ad}:a1", f"{bd}:a0",
+                                                        f"{bd}:a9"}
+    only_a = neighborhood(graph_store, "person:krishna tower", depth=2, doc_ids={ad})
+    assert {x.doc_id for x in only_a.assertions} == {ad}
+    assert {s.doc_id for s in only_a.supports} == {ad} and only_a.pages == [a.pages[0].page_id]
+    assert neighborhood(graph_store, "person:nobody") is None
+    assert neighborhood(graph_store, "person:krishna tower", doc_ids={"0000000000000000"}) is None

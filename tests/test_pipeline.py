@@ -123,6 +123,53 @@ def test_changed_bytes_replace_the_old_version(tmp_path: Path):
     assert "Sophie Q. Colquhoun" in p.search("Sophie Colquhoun").packet.text
 
 
+def test_a_copy_is_another_source_and_keeps_the_document_when_one_path_changes(tmp_path: Path):
+    p = Pilar(home=tmp_path / "home")
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    shutil.copy(CORPUS / "204-903.html", a)
+    shutil.copy(a, b)
+    first, copy = p.ingest([a, b])
+    assert (first.status, copy.status, copy.doc_id, copy.reason) == \
+        ("ingested", "new_source", first.doc_id, str(a.resolve()))
+    a.write_bytes(a.read_bytes().replace(b"Sophie Colquhoun", b"Sophie Q. Colquhoun"))
+    [changed] = p.ingest([a])
+    assert changed.status == "replaced"
+    # the old bytes are still at b: that document stays, with b as its only source
+    assert {d.doc_id: d.sources for d in p.docs()} == \
+        {first.doc_id: [str(b.resolve())], changed.doc_id: [str(a.resolve())]}
+    assert p.index.count() == 2
+
+
+def test_files_in_folders_that_are_not_documents_are_reported_skipped(tmp_path: Path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(CORPUS / "204-903.html", folder / "page.html")
+    (folder / "README.md").write_text("notes")
+    results = Pilar(home=tmp_path / "home").ingest([folder / "page.html", folder])
+    assert [(Path(r.path).name, r.status, r.reason) for r in results] == [
+        ("README.md", "skipped", "not a document (.md)"), ("page.html", "ingested", None)]
+
+
+def test_search_on_an_empty_store_raises_before_loading_a_model(tmp_path: Path):
+    from pilar.errors import EmptyStoreError
+
+    p = Pilar(home=tmp_path)
+    with pytest.raises(EmptyStoreError, match="the store holds no documents"):
+        p.search("kanpur")
+    assert "model" not in p.embedder.__dict__      # the cached_property was never filled
+
+
+def test_read_only_open_needs_an_existing_store(tmp_path: Path):
+    from pilar.errors import ConfigError, EmptyStoreError
+
+    with pytest.raises(EmptyStoreError, match=f"no store at {tmp_path / 'none'}"):
+        Pilar(home=tmp_path / "none", create=False)
+    assert not (tmp_path / "none").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        Pilar(home=tmp_path / "file")
+
+
 def test_delete_removes_graph_and_index_rows(tmp_path: Path):
     p = Pilar(home=tmp_path)
     r = p.ingest([CORPUS / "204-268.html", CORPUS / "204-133.html"])
@@ -198,6 +245,7 @@ def test_bad_files_get_one_clear_reason_and_the_batch_goes_on(tmp_path: Path, ho
     ({"question": "kanpur", "k": 0}, "k must be at least 1"),
     ({"question": "kanpur", "k": -1}, "k must be at least 1"),
     ({"question": "kanpur", "profile": "bogus"}, "profile must be one of single-shot, multi-hop"),
+    ({"question": "k" * 4001}, "the question is 4,001 characters, over the 4,000-character limit"),
 ])
 def test_search_rejects_bad_arguments(embedded: Pilar, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -241,17 +289,13 @@ def test_blank_pages_get_no_vectors_and_are_never_dense_hits(tmp_path: Path, hos
     assert p.index.dense_top(p.embedder.query("many blank pages"), 5) == {}
 
 
-def test_cli_reports_bad_settings_and_an_empty_store(tmp_path: Path):
+def test_cli_reports_every_bad_setting(tmp_path: Path):
     from typer.testing import CliRunner
 
     from pilar.cli import app
 
-    runner = CliRunner()
-    bad = runner.invoke(app, ["search", "kanpur", "--home", str(tmp_path)],
-                        env={"PILAR_PROFILE": "bogus", "PILAR_BUDGET": "abc"})
+    bad = CliRunner().invoke(app, ["search", "kanpur", "--home", str(tmp_path)],
+                             env={"PILAR_PROFILE": "bogus", "PILAR_BUDGET": "abc"})
     assert bad.exit_code == 2
     assert "PILAR_PROFILE='bogus'" in bad.output and "PILAR_BUDGET='abc'" in bad.output
     assert "Traceback" not in bad.output
-    empty = runner.invoke(app, ["search", "kanpur", "--home", str(tmp_path)])
-    assert empty.exit_code == 0, empty.output
-    assert "the store is empty" in empty.output and "packet: 0/4500" in empty.output

@@ -10,8 +10,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
-from pilar.model import (Assertion, Document, DocumentStatus, Entity, Page, ParsedDocument,
-                         Support, Unit)
+from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
+                         ParsedDocument, Support, Unit)
 
 
 @runtime_checkable
@@ -37,7 +37,17 @@ class GraphStore(Protocol):
         """The document with these bytes, whatever its status, or None."""
         ...
     def find_by_uri(self, uri: str) -> list[Document]:
-        """Documents read from ``uri``, whatever their status."""
+        """Documents that have ``uri`` among their ``sources``, whatever
+        their status."""
+        ...
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another location of the stored document
+        ``doc_id`` (a copy of the same bytes); False when it was one already
+        or there is no such document."""
+        ...
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a location of ``doc_id`` (new bytes arrived
+        there); ``Document.uri`` moves to the next source when it was this one."""
         ...
     def documents(self, doc_ids: list[str] | None = None, *,
                   collections: list[str] | None = None,
@@ -89,6 +99,23 @@ class GraphStore(Protocol):
         """``{"mention" | "alias" | "assertion": {page_id: [path step, ...]}}``:
         the pages the graph reaches from ``entity_ids`` (at most ``limit`` per
         entity and kind), in one read; see the backends for the order."""
+        ...
+    def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
+        """One hop of the graph around ``entity_ids`` (exploration): the
+        assertions each entity is subject or object of (at most ``limit`` per
+        entity, smallest assertion ids first; each assertion once, ordered by
+        id), its ``MENTIONED_IN`` supports as ``(entity_id, support_id)`` (at
+        most ``limit`` per entity, by support id) and the ``SAME_AS`` links
+        touching them in either direction (by source, then target). Unknown
+        ids add nothing."""
+        ...
+    def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """``{entity_id: [doc_id, ...]}`` for every id given: the documents
+        (sorted) that mention the entity or hold an assertion about it; ``[]``
+        for unknown ids. One read."""
+        ...
+    def supports_by_id(self, support_ids: list[str]) -> dict[str, Support]:
+        """``{support_id: Support}`` with provenance, for the ids that exist. One read."""
         ...
 
 

@@ -22,14 +22,23 @@ from typing import Any
 from pilar.errors import StoreError
 from pilar.graph import add_expansion_rows
 from pilar.migrations import migration_files
-from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
-                         Unit, to_jsonable)
+from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument,
+                         Provenance, SameAs, Support, Unit, to_jsonable)
 
 BATCH = 5000
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 _DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
-               "d.collection, d.status")
+               "d.collection, d.status, d.sources")
+_ADD_SOURCE = """
+MATCH (d:Document {doc_id: $doc_id}) WHERE NOT $uri IN coalesce(d.sources, [])
+SET d.sources = coalesce(d.sources, []) + $uri RETURN count(d) AS added
+"""
+_REMOVE_SOURCE = """
+MATCH (d:Document {doc_id: $doc_id})
+WITH d, [u IN coalesce(d.sources, []) WHERE u <> $uri] AS rest
+SET d.sources = rest, d.uri = CASE WHEN d.uri = $uri AND size(rest) > 0 THEN rest[0] ELSE d.uri END
+"""
 _DOCUMENTS = f"""
 MATCH (d:Document)
 WHERE ($ids IS NULL OR d.doc_id IN $ids) AND ($collections IS NULL OR d.collection IN $collections)
@@ -173,6 +182,53 @@ RETURN i, COLLECT {
 } AS assertion
 """
 
+# an assertion with its subject/object entity ids and support ids (in order)
+_ASSERTION_RETURN = """
+OPTIONAL MATCH (se:Entity)-[:SUBJECT_OF]->(a) OPTIONAL MATCH (a)-[:OBJECT]->(oe:Entity)
+RETURN a{.*} AS a, se.entity_id AS se, oe.entity_id AS oe,
+       COLLECT { MATCH (a)-[:SUPPORTED_BY]->(s:Support) RETURN s.support_id ORDER BY s.seq } AS supports
+"""
+_ASSERTIONS_OF_DOC = "MATCH (a:Assertion {doc_id: $id})" + _ASSERTION_RETURN + " ORDER BY a.seq"
+_ENTITY_ASSERTIONS = """
+UNWIND $ids AS eid
+CALL (eid) {
+  MATCH (:Entity {entity_id: eid})-[:SUBJECT_OF|OBJECT]-(a:Assertion)
+  WITH DISTINCT a ORDER BY a.assertion_id LIMIT $limit
+  RETURN a
+}
+WITH DISTINCT a
+""" + _ASSERTION_RETURN + " ORDER BY a.assertion_id"
+_ENTITY_MENTIONS = """
+UNWIND $ids AS eid
+CALL (eid) {
+  MATCH (:Entity {entity_id: eid})-[:MENTIONED_IN]->(s:Support)
+  WITH s.support_id AS sid ORDER BY sid LIMIT $limit
+  RETURN sid
+}
+RETURN eid, sid ORDER BY eid, sid
+"""
+_ENTITY_SAME_AS = """
+CALL () {
+  MATCH (a:Entity)-[l:SAME_AS]->(b:Entity) WHERE a.entity_id IN $ids
+  RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
+  UNION
+  MATCH (a:Entity)-[l:SAME_AS]->(b:Entity) WHERE b.entity_id IN $ids
+  RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
+}
+RETURN source, target, score, method ORDER BY source, target
+"""
+_ENTITY_DOCUMENTS = """
+UNWIND $ids AS eid
+MATCH (e:Entity {entity_id: eid})
+RETURN eid, COLLECT { MATCH (e)-[:MENTIONED_IN]->(s:Support) RETURN DISTINCT s.doc_id } AS mentioned,
+       COLLECT { MATCH (e)-[:SUBJECT_OF|OBJECT]-(a:Assertion) RETURN DISTINCT a.doc_id } AS asserted
+"""
+_SUPPORTS_BY_ID = """
+MATCH (s:Support)-[:HAS_PROVENANCE]->(p:Provenance) WHERE s.support_id IN $ids
+RETURN s.support_id, s.doc_id, s.kind, s.text, s.role, p.provenance_id, p.page, p.section_path,
+       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end
+"""
+
 # a document's own layers, then (for a delete) its Document node
 _DELETE_LAYERS = [
     "MATCH (n:Unit {doc_id: $doc_id}) DETACH DELETE n",
@@ -275,14 +331,17 @@ class Neo4jGraphStore:
                 query, params, database_=self.database, routing_=self._neo4j.RoutingControl.READ,
                 result_transformer_=transform)
         except self._neo4j.exceptions.Neo4jError as exc:
-            raise StoreError(f"Neo4j read failed: {exc.message or exc}") from exc
+            raise StoreError(f"Neo4j at {self.uri}: read failed: {exc.message or exc}") from exc
+        except self._neo4j.exceptions.DriverError as exc:
+            raise StoreError(f"cannot reach Neo4j at {self.uri}: {exc}") from exc
 
     def _write(self, work) -> Any:
         try:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(work)
         except (self._neo4j.exceptions.Neo4jError, self._neo4j.exceptions.DriverError) as exc:
-            raise StoreError(f"Neo4j write failed: {getattr(exc, 'message', None) or exc}") from exc
+            raise StoreError(f"Neo4j at {self.uri}: write failed: "
+                             f"{getattr(exc, 'message', None) or exc}") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -299,8 +358,9 @@ class Neo4jGraphStore:
         return self._doc(rows[0]) if rows else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
+        """Documents that have ``uri`` among their sources."""
         return [self._doc(r) for r in self._read(
-            f"MATCH (d:Document {{uri: $uri}}) RETURN {_DOC_FIELDS}", uri=uri)]
+            f"MATCH (d:Document) WHERE $uri IN d.sources RETURN {_DOC_FIELDS}", uri=uri)]
 
     def documents(self, doc_ids: list[str] | None = None, *,
                   collections: list[str] | None = None,
@@ -484,19 +544,66 @@ class Neo4jGraphStore:
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
-        rows = self._read(
-            "MATCH (a:Assertion {doc_id: $id}) "
-            "OPTIONAL MATCH (se:Entity)-[:SUBJECT_OF]->(a) OPTIONAL MATCH (a)-[:OBJECT]->(oe:Entity) "
-            "RETURN a{.*} AS a, se.entity_id AS se, oe.entity_id AS oe, "
-            "COLLECT { MATCH (a)-[:SUPPORTED_BY]->(s:Support) RETURN s.support_id "
-            "ORDER BY s.seq } AS supports ORDER BY a.seq", id=doc_id)
-        return [Assertion(assertion_id=r["a"]["assertion_id"], doc_id=r["a"]["doc_id"],
-                          subject=r["a"]["subject"], predicate=r["a"]["predicate"],
-                          object=r["a"]["object"], modality=r["a"]["modality"],
-                          qualifiers=json.loads(r["a"]["qualifiers"]),
-                          confidence=r["a"]["confidence"], grounded=r["a"]["grounded"],
-                          extractor=r["a"]["extractor"], subject_entity=r["se"],
-                          object_entity=r["oe"], supports=tuple(r["supports"])) for r in rows]
+        return [self._assertion(r) for r in self._read(_ASSERTIONS_OF_DOC, id=doc_id)]
+
+    # -- exploration (GET /v1/entities...) ---------------------------------------
+    def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
+        """One hop around ``entity_ids`` in three queries, the same as
+        :meth:`pilar.graph.sqlite.SqliteGraphStore.entity_links`: assertions
+        (at most ``limit`` per entity, smallest ids first, each once, by id),
+        mentions (at most ``limit`` per entity, by support id) and SAME_AS
+        links touching them (by source, target). Raises :class:`StoreError`."""
+        ids = list(dict.fromkeys(entity_ids))
+        assertions = [self._assertion(r) for r in
+                      self._read(_ENTITY_ASSERTIONS, ids=ids, limit=limit)]
+        mentions = [(r[0], r[1]) for r in self._values(_ENTITY_MENTIONS, ids=ids, limit=limit)]
+        same_as = [SameAs(*r) for r in self._values(_ENTITY_SAME_AS, ids=ids)]
+        return EntityLinks(assertions, mentions, same_as)
+
+    def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """``{entity_id: [doc_id, ...]}`` (sorted): documents that mention each
+        entity or hold an assertion about it. One query."""
+        out: dict[str, list[str]] = {eid: [] for eid in entity_ids}
+        if not out:
+            return out
+        for eid, mentioned, asserted in self._values(_ENTITY_DOCUMENTS, ids=list(out)):
+            out[eid] = sorted(set(mentioned) | set(asserted))
+        return out
+
+    def supports_by_id(self, support_ids: list[str]) -> dict[str, Support]:
+        """``{support_id: Support}`` (with provenance) for the ids that exist. One query."""
+        if not support_ids:
+            return {}
+        out = {}
+        for r in self._values(_SUPPORTS_BY_ID, ids=list(support_ids)):
+            out[r[0]] = Support(
+                support_id=r[0], doc_id=r[1], kind=r[2], text=r[3], role=r[4],
+                provenance=Provenance(
+                    provenance_id=r[5], doc_id=r[1], page=r[6], section_path=tuple(r[7] or ()),
+                    bbox=tuple(r[8]) if r[8] else None, css_path=r[9], table_index=r[10],
+                    row=r[11], col=r[12], cell_ids=tuple(r[13] or ()), char_start=r[14],
+                    char_end=r[15]))
+        return out
+
+    @staticmethod
+    def _assertion(r: dict[str, Any]) -> Assertion:
+        a = r["a"]
+        return Assertion(assertion_id=a["assertion_id"], doc_id=a["doc_id"], subject=a["subject"],
+                         predicate=a["predicate"], object=a["object"], modality=a["modality"],
+                         qualifiers=json.loads(a["qualifiers"]), confidence=a["confidence"],
+                         grounded=a["grounded"], extractor=a["extractor"], subject_entity=r["se"],
+                         object_entity=r["oe"], supports=tuple(r["supports"]))
+
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another source of ``doc_id``; False when it was
+        one already (or there is no such document)."""
+        return bool(self._write(lambda tx: tx.run(_ADD_SOURCE, doc_id=doc_id,
+                                                  uri=uri).single()["added"]))
+
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a source of ``doc_id``; the document's ``uri``
+        moves to its next source when it was this one."""
+        self._write(lambda tx: tx.run(_REMOVE_SOURCE, doc_id=doc_id, uri=uri).consume())
 
     def delete_document(self, doc_id: str) -> bool:
         return bool(self._write(lambda tx: self._delete_in(tx, doc_id)))
@@ -524,4 +631,5 @@ class Neo4jGraphStore:
         return Document(doc_id=r["d.doc_id"], uri=r["d.uri"], title=r["d.title"] or "",
                         media_type=r["d.media_type"], sha256=r["d.sha256"],
                         n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "",
-                        collection=r["d.collection"] or "default", status=r["d.status"] or "ready")
+                        collection=r["d.collection"] or "default", status=r["d.status"] or "ready",
+                        sources=list(r["d.sources"] or []))

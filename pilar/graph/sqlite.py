@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 
 from pilar.errors import ConfigError
 from pilar.graph import add_expansion_rows
-from pilar.model import (Assertion, Document, DocumentStatus, Entity, Page, ParsedDocument,
-                         Provenance, Support, Unit, to_jsonable)
+from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
+                         ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
 from pilar.stores import SqliteDatabase
 
 
@@ -49,13 +49,15 @@ class SqliteGraphStore:
 
     # -- reads -------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE sha256 = ?",
+        row = self.db.conn.execute(f"SELECT {_DOC_READ} FROM documents d WHERE sha256 = ?",
                                    (sha256,)).fetchone()
         return self._doc(row) if row else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
-        rows = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE uri = ?",
-                                    (uri,)).fetchall()
+        """Documents that have ``uri`` among their sources, whatever their status."""
+        rows = self.db.conn.execute(
+            f"SELECT {_DOC_READ} FROM documents d WHERE doc_id IN "
+            "(SELECT doc_id FROM document_sources WHERE uri = ?)", (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
     def documents(self, doc_ids: list[str] | None = None, *,
@@ -66,7 +68,7 @@ class SqliteGraphStore:
         ``collections`` and ``statuses`` when given. One query. Raises
         ``sqlite3.Error`` if the read fails."""
         rows = self.db.conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE "
+            f"SELECT {_DOC_READ} FROM documents d WHERE "
             "(?1 IS NULL OR doc_id IN (SELECT value FROM json_each(?1))) AND "
             "(?2 IS NULL OR collection IN (SELECT value FROM json_each(?2))) AND "
             "(?3 IS NULL OR status IN (SELECT value FROM json_each(?3))) "
@@ -141,6 +143,7 @@ class SqliteGraphStore:
         doc.ingested_at = _now()
         with self.db.transaction() as c:
             c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            self._write_sources(c, doc)
 
     def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
         with self.db.transaction() as c:
@@ -163,6 +166,7 @@ class SqliteGraphStore:
             if replaces:
                 c.execute(_DELETE_ORPHAN_ENTITIES)
             c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            self._write_sources(c, doc)
             c.executemany(
                 "INSERT INTO pages (page_id, doc_id, number, width, height, text) VALUES (?,?,?,?,?,?)",
                 [(p.page_id, p.doc_id, p.number, p.width, p.height, p.text) for p in parsed.pages],
@@ -195,6 +199,33 @@ class SqliteGraphStore:
             )
             self._write_entities(c, parsed)
         return doc
+
+    @staticmethod
+    def _write_sources(c: sqlite3.Connection, doc: Document) -> None:
+        c.executemany(
+            "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) VALUES (?,?,?)",
+            [(doc.doc_id, uri, doc.ingested_at) for uri in doc.sources or [doc.uri]])
+
+    def add_source(self, doc_id: str, uri: str) -> bool:
+        """Record ``uri`` as another source of the stored document ``doc_id``;
+        False when it was one already (or there is no such document)."""
+        with self.db.transaction() as c:
+            return c.execute(
+                "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) "
+                "SELECT doc_id, ?, ? FROM documents WHERE doc_id = ?",
+                (uri, _now(), doc_id)).rowcount > 0
+
+    def remove_source(self, doc_id: str, uri: str) -> None:
+        """Forget ``uri`` as a source of ``doc_id`` (its bytes there changed);
+        the document's ``uri`` moves to its next source when it was this one."""
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM document_sources WHERE doc_id = ? AND uri = ?", (doc_id, uri))
+            c.execute(
+                "UPDATE documents SET uri = (SELECT s.uri FROM document_sources s "
+                "WHERE s.doc_id = documents.doc_id ORDER BY s.rowid LIMIT 1) "
+                "WHERE doc_id = ? AND uri = ? AND EXISTS "
+                "(SELECT 1 FROM document_sources s WHERE s.doc_id = documents.doc_id)",
+                (doc_id, uri))
 
     @staticmethod
     def _write_entities(c: sqlite3.Connection, parsed: ParsedDocument) -> None:
@@ -300,17 +331,50 @@ class SqliteGraphStore:
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
-        rows = self.db.conn.execute(
-            "SELECT a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality, "
-            "a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, "
-            "a.object_entity, (SELECT json_group_array(support_id) FROM assertion_supports s "
-            "WHERE s.assertion_id = a.assertion_id) FROM assertions a WHERE a.doc_id = ? "
-            "ORDER BY a.rowid", (doc_id,)).fetchall()
-        return [Assertion(assertion_id=r[0], doc_id=r[1], subject=r[2], predicate=r[3],
-                          object=r[4], modality=r[5], qualifiers=json.loads(r[6]),
-                          confidence=r[7], grounded=bool(r[8]), extractor=r[9],
-                          subject_entity=r[10], object_entity=r[11],
-                          supports=tuple(json.loads(r[12]))) for r in rows]
+        rows = self.db.conn.execute(_ASSERTIONS_OF_DOC, (doc_id,)).fetchall()
+        return [_assertion(r) for r in rows]
+
+    # -- exploration (GET /v1/entities...) ---------------------------------------
+    def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
+        """One hop around ``entity_ids`` in three queries: the assertions each
+        is subject or object of (at most ``limit`` per entity, smallest ids
+        first; an assertion reached twice appears once, ordered by id), its
+        mentions (at most ``limit`` per entity, by support id) and every
+        ``SAME_AS`` link touching them (by source, target). Unknown ids add
+        nothing. Raises ``sqlite3.Error`` if a read fails."""
+        ids = json.dumps(list(dict.fromkeys(entity_ids)))
+        c = self.db.conn
+        assertions = [_assertion(r) for r in c.execute(_ENTITY_ASSERTIONS, (ids, limit))]
+        mentions = [(r[0], r[1]) for r in c.execute(_ENTITY_MENTIONS, (ids, limit))]
+        same_as = [SameAs(*r) for r in c.execute(_ENTITY_SAME_AS, (ids,))]
+        return EntityLinks(assertions, mentions, same_as)
+
+    def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """``{entity_id: [doc_id, ...]}`` (sorted): the documents that mention
+        each entity or hold an assertion about it; ``[]`` for an entity no
+        document uses or an unknown id. One query."""
+        out: dict[str, list[str]] = {eid: [] for eid in entity_ids}
+        if not out:
+            return out
+        for eid, doc_id in self.db.conn.execute(_ENTITY_DOCUMENTS, (json.dumps(list(out)),)):
+            out[eid].append(doc_id)
+        return out
+
+    def supports_by_id(self, support_ids: list[str]) -> dict[str, Support]:
+        """``{support_id: Support}`` (with provenance) for the ids that exist. One query."""
+        out: dict[str, Support] = {}
+        if not support_ids:
+            return out
+        for r in self.db.conn.execute(_SUPPORTS_BY_ID, (json.dumps(list(support_ids)),)):
+            out[r[0]] = Support(
+                support_id=r[0], doc_id=r[1], kind=r[2], text=r[3], role=r[4],
+                provenance=Provenance(
+                    provenance_id=r[5], doc_id=r[1], page=r[6], section_path=tuple(json.loads(r[7])),
+                    bbox=tuple(json.loads(r[8])) if r[8] else None, css_path=r[9],
+                    table_index=r[10], row=r[11], col=r[12],
+                    cell_ids=tuple(json.loads(r[13])) if r[13] != "[]" else (),
+                    char_start=r[14], char_end=r[15]))
+        return out
 
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and everything hanging off it, and the entities
@@ -329,7 +393,8 @@ class SqliteGraphStore:
     @staticmethod
     def _doc(row) -> Document:
         return Document(doc_id=row[0], uri=row[1], title=row[2], media_type=row[3], sha256=row[4],
-                        n_pages=row[5], ingested_at=row[6], collection=row[7], status=row[8])
+                        n_pages=row[5], ingested_at=row[6], collection=row[7], status=row[8],
+                        sources=json.loads(row[9]))
 
     @staticmethod
     def _doc_row(doc: Document) -> tuple:
@@ -343,6 +408,10 @@ def _now() -> str:
 
 _DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, collection, "
                 "status")
+# a document's columns as read, its sources (a JSON array, first recorded first) last
+_DOC_READ = ", ".join(f"d.{c}" for c in _DOC_COLUMNS.split(", ")) + """,
+    (SELECT json_group_array(uri) FROM (SELECT s.uri FROM document_sources s
+     WHERE s.doc_id = d.doc_id ORDER BY s.rowid))"""
 _UPSERT_DOCUMENT = f"""
 INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)
 ON CONFLICT(doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title,
@@ -455,7 +524,57 @@ SELECT 'assertion', i, doc_id || ':' || page, sid, NULL, NULL, NULL, aid, pred, 
 FROM assertion_ranked WHERE r <= ?2
 ORDER BY 1, 2, 10
 """
+_ASSERTION_COLS = """a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality,
+a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, a.object_entity,
+(SELECT json_group_array(support_id) FROM assertion_supports s WHERE s.assertion_id = a.assertion_id)"""
+_ASSERTIONS_OF_DOC = f"SELECT {_ASSERTION_COLS} FROM assertions a WHERE a.doc_id = ? ORDER BY a.rowid"
+# ?1 a JSON array of entity ids, ?2 the per-entity limit
+_ENTITY_ASSERTIONS = f"""
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
+hits AS (SELECT w.eid, a.assertion_id FROM wanted w JOIN assertions a ON a.subject_entity = w.eid
+         UNION SELECT w.eid, a.assertion_id FROM wanted w JOIN assertions a ON a.object_entity = w.eid),
+ranked AS (SELECT assertion_id, row_number() OVER (PARTITION BY eid ORDER BY assertion_id) AS r
+           FROM hits)
+SELECT {_ASSERTION_COLS} FROM assertions a
+WHERE a.assertion_id IN (SELECT assertion_id FROM ranked WHERE r <= ?2)
+ORDER BY a.assertion_id
+"""
+_ENTITY_MENTIONS = """
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
+ranked AS (SELECT m.entity_id, m.support_id,
+                  row_number() OVER (PARTITION BY m.entity_id ORDER BY m.support_id) AS r
+           FROM wanted w JOIN mentions m ON m.entity_id = w.eid)
+SELECT entity_id, support_id FROM ranked WHERE r <= ?2 ORDER BY entity_id, support_id
+"""
+_ENTITY_SAME_AS = """
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
+SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.source IN wanted
+UNION SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.target IN wanted
+ORDER BY 1, 2
+"""
+_ENTITY_DOCUMENTS = """
+WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
+SELECT w.eid, s.doc_id FROM wanted w JOIN mentions m ON m.entity_id = w.eid
+JOIN supports s ON s.support_id = m.support_id
+UNION SELECT w.eid, a.doc_id FROM wanted w JOIN assertions a ON a.subject_entity = w.eid
+UNION SELECT w.eid, a.doc_id FROM wanted w JOIN assertions a ON a.object_entity = w.eid
+ORDER BY 1, 2
+"""
+_SUPPORTS_BY_ID = """
+SELECT s.support_id, s.doc_id, s.kind, s.text, s.role, p.provenance_id, p.page, p.section_path,
+       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end
+FROM json_each(?1) j JOIN supports s ON s.support_id = j.value
+JOIN provenance p ON p.provenance_id = s.provenance_id
+"""
 _WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _assertion(r) -> Assertion:
+    """An Assertion from a row of ``_ASSERTION_COLS``."""
+    return Assertion(assertion_id=r[0], doc_id=r[1], subject=r[2], predicate=r[3], object=r[4],
+                     modality=r[5], qualifiers=json.loads(r[6]), confidence=r[7],
+                     grounded=bool(r[8]), extractor=r[9], subject_entity=r[10],
+                     object_entity=r[11], supports=tuple(json.loads(r[12])))
 
 
 def _fts_or(text: str) -> str:

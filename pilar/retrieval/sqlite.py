@@ -9,6 +9,8 @@ on first query and reloaded when the store changes.
 from __future__ import annotations
 
 import json
+import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +43,18 @@ def _scope_sql(scope: Scope | None) -> tuple[str, tuple]:
     return clause, tuple(params)
 
 
+class _Matrix(NamedTuple):
+    """The dense matrix and what locates its rows, loaded together (one
+    consistent snapshot that threads share without locking)."""
+
+    matrix: np.ndarray
+    starts: np.ndarray  # first row of each page
+    ids: list[str]  # page ids, in row-block order
+    docs: np.ndarray  # doc id per page
+    collections: np.ndarray  # collection per page
+    positions: dict[str, int]  # page id -> index into ids
+
+
 class SqlitePageIndex:
     """PageIndex on the embedded SQLite file (see :class:`pilar.retrieval.PageIndex`)."""
 
@@ -48,13 +62,9 @@ class SqlitePageIndex:
 
     def __init__(self, db: SqliteDatabase):
         self.db = db
-        self._matrix: np.ndarray | None = None
-        self._starts = np.zeros(0, dtype=np.int64)
-        self._ids: list[str] = []
-        self._docs = np.zeros(0, dtype=object)
-        self._collections = np.zeros(0, dtype=object)
-        self._positions: dict[str, int] = {}
-        self._stamp: tuple[int, int] | None = None
+        self._state: _Matrix | None = None
+        self._stamp: int | None = None
+        self._load_lock = threading.Lock()
 
     def migrate(self) -> list[int]:
         """Apply pending ``migrations/sqlite`` files (shared with the graph store)."""
@@ -100,6 +110,23 @@ class SqlitePageIndex:
                 out[uid] = np.frombuffer(blob, dtype="<f4")
         return out
 
+    def page_vectors(self, page_ids: list[str]) -> dict[str, tuple[np.ndarray, list[str | None]]]:
+        """``{page_id: ((n, dim) float32, [unit_id or None, ...])}`` as indexed,
+        for the ids that exist (pages without vectors get ``(0, 0)`` arrays):
+        what copying this index into another backend needs."""
+        out: dict[str, tuple[list, list]] = {}
+        for pid, uid, blob in self.db.conn.execute(
+                "SELECT p.page_id, v.unit_id, v.vector FROM index_pages p "
+                "LEFT JOIN page_vectors v ON v.page_rowid = p.rowid "
+                "WHERE p.page_id IN (SELECT value FROM json_each(?)) ORDER BY p.rowid, v.chunk",
+                (json.dumps(list(page_ids)),)):
+            vecs, ids = out.setdefault(pid, ([], []))
+            if blob is not None:
+                vecs.append(np.frombuffer(blob, dtype="<f4"))
+                ids.append(uid)
+        return {pid: (np.stack(v) if v else np.zeros((0, 0), dtype=np.float32), ids)
+                for pid, (v, ids) in out.items()}
+
     def delete_document(self, doc_id: str) -> int:
         """Remove a document's pages and vectors; returns pages removed."""
         with self.db.transaction() as c:
@@ -138,15 +165,16 @@ class SqlitePageIndex:
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` pages within ``scope`` whose best
         vector is nearest ``query`` (exact, over the in-memory matrix)."""
-        page_max = self._page_max(query)
-        if page_max is None or n <= 0:
+        found = self._page_max(query)
+        if found is None or n <= 0:
             return {}
+        page_max, state = found
         if scope is not None and not scope.unlimited:
             keep = np.ones(len(page_max), dtype=bool)
             if scope.collections is not None:
-                keep &= np.isin(self._collections, list(scope.collections))
+                keep &= np.isin(state.collections, list(scope.collections))
             if scope.doc_ids is not None:
-                keep &= np.isin(self._docs, list(scope.doc_ids))
+                keep &= np.isin(state.docs, list(scope.doc_ids))
             page_max = np.where(keep, page_max, -np.inf)
             n = min(n, int(keep.sum()))
         if n >= len(page_max):
@@ -154,31 +182,35 @@ class SqlitePageIndex:
         else:
             part = np.argpartition(-page_max, n)[:n]
             top = part[np.argsort(-page_max[part], kind="stable")]
-        return {self._ids[i]: float(page_max[i]) for i in top}
+        return {state.ids[i]: float(page_max[i]) for i in top}
 
     def dense_for(self, query: np.ndarray, page_ids: list[str]) -> dict[str, float]:
         """``{page_id: cosine}`` of exactly ``page_ids`` (0.0 for unknown
         pages and pages without vectors)."""
-        page_max = self._page_max(query)
-        if page_max is None:
+        found = self._page_max(query)
+        if found is None:
             return {pid: 0.0 for pid in page_ids}
-        pos = self._positions
+        page_max, state = found
+        pos = state.positions
         return {pid: float(page_max[pos[pid]]) if pid in pos else 0.0 for pid in page_ids}
 
-    def _page_max(self, query: np.ndarray) -> np.ndarray | None:
-        """Each vector-holding page's best cosine against ``query`` (in
-        ``self._ids`` order), or None when no page has a vector."""
-        matrix, starts, _ids = self._load()
-        if matrix.shape[0] == 0:
+    def _page_max(self, query: np.ndarray) -> tuple[np.ndarray, _Matrix] | None:
+        """Each vector-holding page's best cosine against ``query`` (in the
+        snapshot's ``ids`` order) and that snapshot, or None when no page
+        has a vector."""
+        state = self._load()
+        if state.matrix.shape[0] == 0:
             return None
-        return np.maximum.reduceat(matrix @ query.astype(np.float32), starts)
+        return np.maximum.reduceat(state.matrix @ query.astype(np.float32), state.starts), state
 
-    def _load(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """The chunk matrix, the first row of each page, and the page ids;
-        reloaded when the file changed (``data_version`` or our own writes)."""
-        stamp = (self.db.conn.execute("PRAGMA data_version").fetchone()[0],
-                 self.db.conn.total_changes)
-        if self._matrix is None or stamp != self._stamp:
+    def _load(self) -> _Matrix:
+        """The dense matrix snapshot; reloaded when a write was committed to
+        the file since (by any connection, :meth:`SqliteDatabase.data_version`).
+        Safe under threads: one thread reloads, the others wait and share it."""
+        with self._load_lock:
+            stamp = self.db.data_version()
+            if self._state is not None and stamp == self._stamp:
+                return self._state
             ids, docs, collections, counts, blobs = [], [], [], [], []
             for page_id, doc_id, collection, blob in self.db.conn.execute(
                 "SELECT p.page_id, p.doc_id, p.collection, v.vector FROM page_vectors v "
@@ -192,13 +224,12 @@ class SqlitePageIndex:
                 counts[-1] += 1
                 blobs.append(blob)
             if blobs:
-                self._matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+                matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
             else:
-                self._matrix = np.zeros((0, 1), dtype=np.float32)
-            self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-            self._ids = ids
-            self._docs = np.array(docs, dtype=object)
-            self._collections = np.array(collections, dtype=object)
-            self._positions = {pid: i for i, pid in enumerate(ids)}
+                matrix = np.zeros((0, 1), dtype=np.float32)
+            self._state = _Matrix(
+                matrix, np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64), ids,
+                np.array(docs, dtype=object), np.array(collections, dtype=object),
+                {pid: i for i, pid in enumerate(ids)})
             self._stamp = stamp
-        return self._matrix, self._starts, self._ids
+            return self._state

@@ -1,0 +1,85 @@
+"""Bulk page-index writes: pages/s into the embedded SQLite index vs Elasticsearch.
+
+    python bench/index_write.py --home STORE --es-url URL [--limit N] [--json OUT]
+
+Reads the pages and their vectors (one per evidence unit or text window) from
+an embedded store that already holds the corpus (a copy of a dev store), and
+writes them document by document, with ``PageIndex.add_pages``, into a fresh
+embedded index and a fresh pair of Elasticsearch indexes (bulk through the
+client's helpers, then a refresh per document so each is searchable when
+its write returns, as at ingest). Reports pages/s, vectors/s and the median
+ms per document for each, side by side in one run, and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pilar import Pilar
+from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
+from pilar.retrieval.sqlite import SqlitePageIndex
+from pilar.stores import SqliteDatabase
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--es-url", default=os.environ.get("ELASTICSEARCH_URL"))
+    ap.add_argument("--limit", type=int, default=400, help="documents")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    source = Pilar(home=args.home)
+    docs = source.docs()[: args.limit]
+    batches = []
+    for d in docs:
+        ids = [f"{d.doc_id}:{n}" for n in range(1, d.n_pages + 1)]
+        pages = source.graph.pages(ids)
+        vecs = source.index.page_vectors(ids)
+        sections = source.graph.page_sections(ids)
+        batches.append(([pages[i] for i in ids], [vecs[i][0] for i in ids],
+                        [vecs[i][1] for i in ids], d.collection,
+                        [sorted(" > ".join(s) for s in sections[i] if s) for i in ids]))
+    with tempfile.TemporaryDirectory() as tmp:
+        targets = {"sqlite (FTS5 + vectors)": SqlitePageIndex(SqliteDatabase(Path(tmp) / "i.sqlite"))}
+        es = ElasticsearchPageIndex(args.es_url, prefix=f"bench-write-{int(time.time())}")
+        targets["elasticsearch 9 (bulk + refresh)"] = es
+        report = {}
+        for name, index in targets.items():
+            per_doc = []
+            t0 = time.perf_counter()
+            for pages, vectors, unit_ids, collection, sections in batches:
+                t = time.perf_counter()
+                index.add_pages(pages, vectors, unit_ids, collection=collection, sections=sections)
+                per_doc.append((time.perf_counter() - t) * 1000)
+            total = time.perf_counter() - t0
+            n_pages = sum(len(b[0]) for b in batches)
+            n_vecs = sum(len(v) for b in batches for v in b[1])
+            report[name] = {"pages": n_pages, "vectors": n_vecs, "seconds": total,
+                            "pages_per_s": n_pages / total, "vectors_per_s": n_vecs / total,
+                            "median_ms_per_doc": statistics.median(per_doc),
+                            "count_after": index.count(), "load": os.getloadavg()[0]}
+        es.drop()
+    table = Table(title=f"page-index writes, {len(batches)} documents")
+    for col in ("index", "pages", "vectors", "s", "pages/s", "vectors/s", "ms/doc p50", "load"):
+        table.add_column(col)
+    for name, r in report.items():
+        table.add_row(name, str(r["pages"]), str(r["vectors"]), f"{r['seconds']:.1f}",
+                      f"{r['pages_per_s']:.1f}", f"{r['vectors_per_s']:.0f}",
+                      f"{r['median_ms_per_doc']:.1f}", f"{r['load']:.1f}")
+    Console().print(table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The FastAPI app: ``create_app(pilar)`` wires the routers, keys, limits,
+errors, the ingest worker and the MCP endpoint around one :class:`~pilar.Pilar`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from fastapi import FastAPI
+from starlette.routing import Route
+
+from pilar import Pilar, __version__
+from pilar.api import problems
+from pilar.api.auth import Keyring, parse_keys
+from pilar.api.jobs import IngestWorker, JobStore
+from pilar.api.mcp_server import build_mcp
+from pilar.api.routes import documents, graph, health, pages, search, web
+
+ROUTERS = [health.routes, documents.routes, search.routes, pages.routes, graph.routes,
+           web.routes]
+"""One router per area: adding an area is adding its ``routes`` here."""
+
+log = logging.getLogger("pilar.api")
+
+
+class McpGate:
+    """ASGI wrapper of the MCP endpoint: 401 problem unless the request's
+    key is valid (when keys are configured)."""
+
+    def __init__(self, app, keyring: Keyring):
+        self.app = app
+        self.keyring = keyring
+
+    async def __call__(self, scope, receive, send):
+        from starlette.datastructures import Headers
+
+        if self.keyring.authenticate(Headers(scope=scope)) is None:
+            response = problems.problem(401, "a valid API key is needed (Authorization: Bearer "
+                                        "KEY or X-API-Key: KEY)",
+                                        headers={"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class PilarAPI(FastAPI):
+    """FastAPI whose outermost layer turns plain-text error answers of the
+    layers FastAPI puts around user middleware (the 413 of the body limit)
+    into problem+json."""
+
+    def build_middleware_stack(self):
+        return problems.PlainErrorsAsProblems(super().build_middleware_stack())
+
+    def openapi(self) -> dict:
+        """The schema with every error answer documented as it is sent:
+        ``application/problem+json`` (:func:`pilar.api.problems.document_errors`)."""
+        if self.openapi_schema is None:
+            self.openapi_schema = problems.document_errors(super().openapi())
+        return self.openapi_schema
+
+
+def _mcp_security(settings):
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = [h.strip() for h in settings.api_allowed_hosts.split(",") if h.strip()]
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    local = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    return TransportSecuritySettings(
+        allowed_hosts=local + hosts,
+        allowed_origins=[f"http://{h}" for h in local] + [f"http{s}://{h}" for h in hosts
+                                                          for s in ("", "s")])
+
+
+def create_app(pilar: Pilar) -> FastAPI:
+    """The REST API (``/v1``, ``/healthz``, ``/readyz``, OpenAPI at ``/docs``)
+    and the MCP endpoint (``/mcp``) serving ``pilar``.
+
+    Settings come from ``pilar.settings``: ``PILAR_API_KEYS``,
+    ``PILAR_INGEST_ROOTS``, ``PILAR_API_CORS_ORIGINS``, the body and upload
+    limits. Starting the app (its lifespan) marks jobs left unfinished by a
+    stopped server failed and starts the ingest worker. Raises
+    :class:`~pilar.errors.ConfigError` for a malformed ``PILAR_API_KEYS``."""
+    settings = pilar.settings
+    keyring = Keyring(parse_keys(settings.api_keys))
+    mcp = build_mcp(pilar, keyring)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
+                                      json_response=True,
+                                      transport_security=_mcp_security(settings))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        store = JobStore(settings.home / "jobs.sqlite")
+        failed = store.fail_orphans()
+        if failed:
+            log.warning("marked %d unfinished ingest job(s) failed (server restarted)", failed)
+        worker = IngestWorker(pilar, store, settings.home / "uploads")
+        worker.start()
+        app.state.jobs, app.state.worker = store, worker
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            worker.stop()
+            store.close()
+
+    app = PilarAPI(title="pilar", version=__version__, lifespan=lifespan,
+                  description="Page-grounded evidence for document question answering: "
+                              "ingest, search (the agent tool), pages, graph exploration.",
+                  max_body_size=settings.api_max_body_bytes)
+    app.state.pilar, app.state.keyring = pilar, keyring
+    problems.install(app)
+    for routes in ROUTERS:
+        app.include_router(routes(settings))
+    app.router.routes.append(Route("/mcp", endpoint=McpGate(mcp_app, keyring),
+                                   methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    origins = [o.strip() for o in settings.api_cors_origins.split(",") if o.strip()]
+    if origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=origins,
+                           allow_methods=["GET", "POST", "DELETE"],
+                           allow_headers=["Authorization", "X-API-Key", "Content-Type"])
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """``create_app(Pilar())`` with settings from the environment (the
+    factory ``uvicorn --factory`` and ``pilar serve --workers N`` import)."""
+    return create_app(Pilar())

@@ -1,0 +1,89 @@
+"""The MCP server (official ``mcp`` SDK): tools ``search``, ``get_page`` and
+``cypher``, served over streamable HTTP at ``/mcp`` by the app and over stdio
+by ``pilar mcp``.
+
+The tools are the REST routes' own code (:func:`~pilar.api.routes.search.run_search`,
+:func:`~pilar.api.routes.graph.run_cypher`, the scoping of
+:mod:`pilar.api.scoping`), so validation, limits and collection scoping are
+the same. Over HTTP every tool call is authenticated with the request's
+headers (the ``/mcp`` gate refuses calls without a valid key first); over
+stdio the caller is the local user and sees every collection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
+
+from pilar import Pilar
+from pilar.api import scoping
+from pilar.api.auth import OPEN, Access, Keyring
+from pilar.api.models import CypherRequest, CypherResponse, PageOut, SearchRequest, SearchResponse
+
+INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence packets: call "
+                "`search` with the question, cite packet lines by their [n] markers, open a "
+                "page with `get_page`, explore the graph with read-only `cypher` (Neo4j only).")
+
+
+def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
+    """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools."""
+    from pilar.api.routes.graph import run_cypher
+    from pilar.api.routes.pages import page_out
+    from pilar.api.routes.search import SEARCH_DESCRIPTION, run_search
+
+    server = MCPServer("pilar", instructions=INSTRUCTIONS)
+
+    def caller(ctx: Context) -> Access:
+        try:
+            headers = ctx.headers
+        except ValueError:  # no request context: an in-process call
+            headers = None
+        if headers is None:  # stdio: the local user
+            return OPEN
+        found = keyring.authenticate(headers)
+        if found is None:
+            raise ToolError("a valid API key is needed")
+        return found
+
+    def refuse(exc: Exception) -> ToolError:
+        if isinstance(exc, ValidationError):
+            e = exc.errors()[0]
+            return ToolError(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}")
+        detail = getattr(exc, "detail", None) or str(exc)
+        return ToolError(str(detail).splitlines()[0])
+
+    @server.tool(description=SEARCH_DESCRIPTION)
+    def search(query: str, ctx: Context, budget_tokens: int = 4500, k: int | None = None,
+               profile: str | None = None, doc_ids: list[str] | None = None,
+               collections: list[str] | None = None) -> SearchResponse:
+        try:
+            req = SearchRequest(query=query, budget_tokens=budget_tokens, k=k, profile=profile,
+                                doc_ids=doc_ids, collections=collections)
+            return run_search(pilar, caller(ctx), req)
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise refuse(exc) from None
+
+    @server.tool(description="A page (id `doc_id:number`, as cited by `search`): its text and "
+                             "supports with provenance (section path, bbox in PDF points, "
+                             "table cell).")
+    def get_page(page_id: str, ctx: Context) -> PageOut:
+        found = scoping.page(pilar, caller(ctx), page_id)
+        if found is None:
+            raise ToolError("no such page")
+        return page_out(found)
+
+    @server.tool(description="Run a READ-ONLY Cypher query on pilar's Neo4j graph (Document, "
+                             "Page, Support, Provenance, Assertion, Entity nodes); rows as JSON.")
+    def cypher(query: str, ctx: Context, params: dict[str, Any] | None = None,
+               limit: int = 1000) -> CypherResponse:
+        if not caller(ctx).unlimited:
+            raise ToolError("cypher needs a key that is not limited to collections")
+        try:
+            return run_cypher(pilar, CypherRequest(query=query, params=params or {}, limit=limit))
+        except Exception as exc:  # noqa: BLE001 - every refusal becomes one clean line
+            raise refuse(exc) from None
+
+    return server

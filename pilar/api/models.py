@@ -1,0 +1,327 @@
+"""Request and response models of the REST API, declared once.
+
+The routes, the OpenAPI schema, the MCP tools, the CLI's ``--json`` output
+and the tests all use these models. Response models are built from the
+records of :mod:`pilar.model` (``Model.model_validate(record)``, attributes
+read as is). Units as in :mod:`pilar.model`: bounding boxes in PDF points
+(origin top-left), page numbers 1-based, budgets in reader tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pilar.config import PROFILES
+from pilar.model import IngestStatus
+
+MAX_QUERY_CHARS = 2000
+"""Longest search query accepted at the boundary (characters)."""
+MAX_BUDGET = 32_768
+"""Largest packet budget a request may ask for (tokens)."""
+MIN_BUDGET = 32
+"""Smallest packet budget (tokens); the same floor as :meth:`pilar.Pilar.search`."""
+MAX_K = 100
+"""Most pages a search may rank."""
+MAX_IDS = 1000
+"""Most document ids or collections one request may name."""
+
+Profile = Literal[tuple(PROFILES)]  # type: ignore[valid-type]
+CollectionName = str
+
+
+class Record(BaseModel):
+    """Base of the response models: built from pilar's dataclass records."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+# -- search (the agent tool) -------------------------------------------------
+
+class SearchRequest(BaseModel):
+    """``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                       description="the question, in natural language")
+    budget_tokens: int = Field(4500, ge=MIN_BUDGET, le=MAX_BUDGET,
+                               description="packet token budget (reader tokens)")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="pages to rank (default PILAR_TOP_K)")
+    profile: Profile | None = Field(None, description="graph-linking profile")
+    doc_ids: list[str] | None = Field(None, max_length=MAX_IDS,
+                                      description="only these documents")
+    collections: list[CollectionName] | None = Field(
+        None, max_length=MAX_IDS, description="only these collections (within the key's own)")
+
+
+class CitationOut(Record):
+    """Where one packet line comes from: document, page, section, bbox or table cell."""
+
+    doc_id: str
+    source: str
+    page: int
+    section_path: list[str] = []
+    support_id: str | None = None
+    bbox: tuple[float, float, float, float] | None = Field(
+        None, description="(x0, y0, x1, y1) in PDF points, origin top-left")
+    css_path: str | None = None
+    table_index: int | None = None
+    row: int | None = None
+    col: int | None = None
+
+
+class PacketItemOut(Record):
+    text: str
+    citation: CitationOut
+    tokens: int
+    page_id: str = ""
+
+
+class PacketOut(Record):
+    """The evidence packet: ``text`` holds at most ``budget`` tokens."""
+
+    text: str
+    items: list[PacketItemOut]
+    budget: int
+    tokens: int
+    tokenizer: str = ""
+    estimate: bool = True
+    citations: list[CitationOut]
+
+
+class RankedPageOut(Record):
+    """A ranked page with its score parts and graph trace (PILAR §3.4)."""
+
+    page_id: str
+    doc_id: str
+    number: int
+    score: float
+    source: str
+    title: str = ""
+    bm25: float = 0.0
+    dense: float = 0.0
+    trace: dict[str, Any] = {}
+
+
+class SearchResponse(Record):
+    """Ranked pages and the cited packet."""
+
+    question: str
+    pages: list[RankedPageOut]
+    packet: PacketOut
+
+
+# -- documents and jobs ------------------------------------------------------------
+
+class DocumentOut(Record):
+    doc_id: str
+    uri: str
+    title: str
+    media_type: str
+    sha256: str
+    n_pages: int
+    ingested_at: str = ""
+    collection: str = "default"
+    sources: list[str] = Field(default_factory=list,
+                               description="every path the bytes were found at, uri first")
+
+
+class DocumentList(BaseModel):
+    """One page of documents, oldest first."""
+
+    items: list[DocumentOut]
+    total: int
+    offset: int
+    limit: int
+
+
+class PathsRequest(BaseModel):
+    """``POST /v1/documents`` with JSON: server-side files under ``PILAR_INGEST_ROOTS``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(min_length=1, max_length=MAX_IDS,
+                             description="files or folders on the server")
+    collection: CollectionName = Field("default", min_length=1, max_length=200)
+
+
+JobState = Literal["queued", "running", "done", "failed"]
+FileState = Literal["queued", "running"] | IngestStatus
+"""A file of a job: waiting, being ingested, or its :class:`~pilar.model.IngestResult` status."""
+
+
+class JobFile(BaseModel):
+    """One file of an ingest job and how it went."""
+
+    name: str
+    status: FileState = "queued"
+    doc_id: str | None = None
+    n_pages: int = 0
+    reason: str | None = None
+    warnings: list[str] = []
+    seconds: float = 0.0
+
+
+class Job(BaseModel):
+    """An ingest job: ``done`` when every file was tried (each file has its
+    own status and reason); ``failed`` when the job itself could not finish."""
+
+    job_id: str
+    state: JobState
+    collection: str = "default"
+    created_at: str
+    updated_at: str
+    reason: str | None = None
+    files: list[JobFile]
+    counts: dict[str, int] = {}
+
+
+class JobAccepted(BaseModel):
+    """202 answer to an upload: where to follow the job."""
+
+    job_id: str
+    state: JobState
+    href: str
+    events: str
+
+
+class Deleted(BaseModel):
+    doc_id: str
+    deleted: bool
+
+
+# -- pages --------------------------------------------------------------------
+
+class ProvenanceOut(Record):
+    provenance_id: str
+    doc_id: str
+    page: int
+    section_path: list[str] = []
+    bbox: tuple[float, float, float, float] | None = None
+    css_path: str | None = None
+    table_index: int | None = None
+    row: int | None = None
+    col: int | None = None
+    cell_ids: list[str] = []
+    char_start: int | None = None
+    char_end: int | None = None
+
+
+class SupportOut(Record):
+    support_id: str
+    doc_id: str
+    kind: str
+    text: str
+    role: str = "primary"
+    provenance: ProvenanceOut
+
+
+class PageOut(BaseModel):
+    """A page's text and its supports with provenance."""
+
+    page_id: str
+    doc_id: str
+    number: int
+    width: float
+    height: float
+    text: str
+    title: str = ""
+    media_type: str = ""
+    n_pages: int = Field(0, description="pages of the document")
+    supports: list[SupportOut]
+    headers: dict[str, list[str]] = Field(
+        {}, description="column headers (header paths) of each table-row support: {support_id: [...]}")
+
+
+# -- graph exploration -------------------------------------------------------------
+
+class CypherRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=20_000, description="read-only Cypher")
+    params: dict[str, Any] = Field(default_factory=dict)
+    limit: int = Field(1000, ge=1, le=10_000, description="row cap")
+    timeout: float = Field(30.0, gt=0, le=300, description="seconds before the server aborts")
+
+
+class CypherResponse(BaseModel):
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    truncated: bool
+
+
+class EntityOut(Record):
+    entity_id: str
+    name: str
+    type: str = "thing"
+    aliases: list[str] = []
+
+
+class EntityList(BaseModel):
+    items: list[EntityOut]
+
+
+class AssertionOut(Record):
+    assertion_id: str
+    doc_id: str
+    subject: str
+    predicate: str
+    object: str
+    modality: str
+    supports: list[str]
+    qualifiers: dict[str, str] = {}
+    confidence: float = 1.0
+    grounded: bool = True
+    extractor: str = ""
+    subject_entity: str | None = None
+    object_entity: str | None = None
+
+
+class SameAsOut(Record):
+    source: str
+    target: str
+    score: float
+    method: str
+
+
+class PageRef(BaseModel):
+    page_id: str
+    doc_id: str
+    number: int
+    title: str = ""
+
+
+class NeighborhoodOut(Record):
+    """Entities, assertions, supports and pages within ``depth`` hops."""
+
+    entities: list[EntityOut]
+    assertions: list[AssertionOut]
+    same_as: list[SameAsOut]
+    supports: list[SupportOut]
+    pages: list[PageRef]
+    mentions: list[tuple[str, str]] = Field(
+        [], description="MENTIONED_IN edges to the supports: (entity_id, support_id)")
+
+
+# -- health and errors ---------------------------------------------------------
+
+class Health(BaseModel):
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, str] = {}
+
+
+class Problem(BaseModel):
+    """An error as ``application/problem+json`` (RFC 9457)."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+def search_response(result) -> SearchResponse:
+    """The :class:`SearchResponse` of a :class:`pilar.model.SearchResult`."""
+    return SearchResponse.model_validate(result)

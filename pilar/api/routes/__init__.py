@@ -1,0 +1,1 @@
+"""One router per area; each module's ``routes(settings)`` builds its router."""

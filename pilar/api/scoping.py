@@ -1,0 +1,92 @@
+"""Collection scoping: the only place where the API asks the :class:`~pilar.Pilar`
+facade for documents, pages, entities and packets on behalf of a caller's
+:class:`~pilar.api.auth.Access`.
+
+A key limited to some collections gets nothing of the others, on any route:
+documents, pages, entities, jobs and citations are filtered here, and what
+is out of reach is reported as absent (404), never as forbidden, so its
+existence does not leak.
+"""
+
+from __future__ import annotations
+
+from pilar import Pilar
+from pilar.api.auth import Access
+from pilar.model import Document, IngestResult, SearchResult
+
+
+def _names(collections: frozenset[str] | None) -> list[str] | None:
+    return None if collections is None else sorted(collections)
+
+
+def documents(pilar: Pilar, access: Access, collections: list[str] | None = None) -> list[Document]:
+    """Stored documents the caller may see (oldest first), optionally only
+    those of ``collections``."""
+    return pilar.docs(collections=_names(access.narrow(collections)))
+
+
+def document(pilar: Pilar, access: Access, doc_id: str) -> Document | None:
+    """The document ``doc_id`` if it exists (ready) and the caller may see it."""
+    found = pilar.graph.documents([doc_id], collections=_names(access.collections))
+    return found[0] if found else None
+
+
+def visible_doc_ids(pilar: Pilar, access: Access) -> set[str] | None:
+    """Ids of the documents the caller may see; None for every document."""
+    if access.unlimited:
+        return None
+    return {d.doc_id for d in documents(pilar, access)}
+
+
+def search(pilar: Pilar, access: Access, query: str, budget: int, k: int | None,
+           profile: str | None, doc_ids: list[str] | None,
+           collections: list[str] | None) -> SearchResult:
+    """:meth:`Pilar.search` within the caller's collections (and ``doc_ids``
+    / ``collections`` when given): pages of other collections are never
+    ranked, packed or cited. Raises ``ValueError`` as ``Pilar.search`` does."""
+    return pilar.search(query, budget=budget, k=k, profile=profile,
+                        collections=_names(access.narrow(collections)), doc_ids=doc_ids)
+
+
+def ingest_file(pilar: Pilar, path, collection: str) -> IngestResult:
+    """Ingest one file into ``collection`` (:meth:`Pilar.ingest_file`); never
+    raises for bad input."""
+    return pilar.ingest_file(path, collection)
+
+
+def page(pilar: Pilar, access: Access, page_id: str):
+    """``(document, page, supports)`` for a page the caller may see, else None."""
+    doc_id, sep, number = page_id.rpartition(":")
+    if not sep or not number.isdigit():
+        return None
+    doc = document(pilar, access, doc_id)
+    found = pilar.page(page_id) if doc is not None else None
+    return (doc, *found) if found else None
+
+
+def _entity_visible(pilar: Pilar, allowed: set[str] | None, entity_ids: list[str]) -> set[str]:
+    if allowed is None:
+        return set(entity_ids)
+    return {eid for eid, docs in pilar.entity_documents(entity_ids).items()
+            if allowed.intersection(docs)}
+
+
+def entities(pilar: Pilar, access: Access, query: str, limit: int):
+    """Entities matching ``query`` that documents the caller sees use."""
+    allowed = visible_doc_ids(pilar, access)
+    found = pilar.entities(query, limit if allowed is None else limit * 5)
+    keep = _entity_visible(pilar, allowed, [e.entity_id for e in found])
+    return [e for e in found if e.entity_id in keep][:limit]
+
+
+def entity(pilar: Pilar, access: Access, entity_id: str):
+    """The entity if documents the caller sees use it, else None."""
+    found = pilar.entity(entity_id)
+    if found is None or not _entity_visible(pilar, visible_doc_ids(pilar, access), [entity_id]):
+        return None
+    return found
+
+
+def neighborhood(pilar: Pilar, access: Access, entity_id: str, depth: int):
+    """:meth:`Pilar.neighborhood` within the caller's documents (None if unseen)."""
+    return pilar.neighborhood(entity_id, depth, visible_doc_ids(pilar, access))

@@ -1,0 +1,112 @@
+// Documents: the stored list (paginated), upload by drag and drop or file
+// picker with a progress bar fed by the job's server-sent events, per-file
+// reasons for failures, delete.
+import { call, events, seg } from "./api.js";
+import { fill, h } from "./dom.js";
+
+const PAGE = 50;
+const ENDED = new Set(["done", "failed"]); // JobState
+const PENDING = new Set(["queued", "running"]); // FileState before an outcome
+let shown = 0;
+
+export function setup() {
+  const drop = document.getElementById("drop");
+  const input = document.getElementById("file-input");
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    upload([...e.dataTransfer.files]);
+  });
+  input.addEventListener("change", () => { upload([...input.files]); input.value = ""; });
+  document.getElementById("docs-refresh").addEventListener("click", () => refresh());
+  document.querySelector("#docs-more button").addEventListener("click", () => refresh(true));
+}
+
+/** Reload the document list (or append the next page when `more`). */
+export async function refresh(more = false) {
+  const body = document.querySelector("#docs tbody");
+  const offset = more ? shown : 0;
+  const page = await call(`/v1/documents?${new URLSearchParams({ offset, limit: PAGE })}`);
+  const rows = page.items.map(row);
+  if (more) body.append(...rows); else fill(body, rows);
+  shown = offset + page.items.length;
+  document.getElementById("docs-more").hidden = shown >= page.total;
+  if (!body.children.length) fill(body, h("tr", {}, h("td.muted", { colspan: 7 }, "Nothing stored yet.")));
+}
+
+function row(doc) {
+  const type = doc.media_type === "application/pdf" ? "PDF" : "HTML";
+  return h("tr", { dataset: { docId: doc.doc_id } },
+    h("td", {}, doc.title || doc.uri),
+    h("td", {}, type),
+    h("td", {}, String(doc.n_pages)),
+    h("td", {}, doc.collection),
+    h("td.muted", {}, doc.ingested_at.replace("T", " ").slice(0, 19)),
+    h("td", {}, h("code", {}, doc.doc_id)),
+    h("td", {}, h("button.quiet", { type: "button", onclick: () => remove(doc) }, "Delete")));
+}
+
+async function remove(doc) {
+  if (!confirm(`Delete “${doc.title || doc.doc_id}”?`)) return;
+  await call(`/v1/documents/${seg(doc.doc_id)}`, { method: "DELETE" });
+  await refresh();
+}
+
+/** Upload `files` as one job and follow it to the end. */
+export async function upload(files) {
+  if (!files.length) return;
+  const form = new FormData();
+  for (const f of files) form.append("files", f, f.name);
+  const card = h("div.job", { dataset: { state: "uploading" } },
+    h("div.row", {}, h("strong", {}, `${files.length} file${files.length > 1 ? "s" : ""}`),
+      h("span.state.muted", {}, "uploading…")),
+    h("progress", { max: files.length, value: 0 }),
+    h("ul"));
+  document.getElementById("jobs").prepend(card);
+  try {
+    const job = await call("/v1/documents", { method: "POST", body: form });
+    render(card, job);
+    await follow(card, job.job_id);
+  } catch (error) {
+    card.dataset.state = "failed";
+    fill(card.querySelector(".state"), h("span.error", {}, error.message));
+  }
+  await refresh();
+}
+
+/** Follow job `id` through its event stream; the stream ends with the job.
+ * Falls back to one GET of the job if the stream closes early. */
+async function follow(card, id) {
+  let last = null;
+  for await (const message of events(`/v1/jobs/${seg(id)}/events`)) {
+    if (message.data && typeof message.data === "object" && message.data.job_id) {
+      last = message.data;
+      render(card, last);
+    }
+  }
+  if (!last || !ENDED.has(last.state)) render(card, await call(`/v1/jobs/${seg(id)}`));
+}
+
+/** Draw a job snapshot (the API's Job: {state, files: [{name, status, reason}]})
+ * or the 202 answer before it (no files yet). */
+function render(card, job) {
+  const files = job.files || [];
+  const total = files.length;
+  const done = files.filter((f) => !PENDING.has(f.status)).length;
+  const bar = card.querySelector("progress");
+  bar.max = Math.max(total, 1);
+  bar.value = done;
+  card.dataset.state = job.state;
+  const failed = files.filter((f) => f.status === "failed").length;
+  fill(card.querySelector(".state"),
+    `${job.state} · ${done}/${total}` + (failed ? ` · ${failed} failed` : "") +
+    (job.reason ? ` · ${job.reason}` : ""));
+  if (!total) return;
+  fill(card.querySelector("ul"), files.map((f) =>
+    h(`li.${f.status === "failed" ? "failed" : PENDING.has(f.status) ? "pending" : "done"}`,
+      { dataset: { status: f.status } },
+      `${f.name}: ${f.status}${f.n_pages ? ` (${f.n_pages} page${f.n_pages > 1 ? "s" : ""})` : ""}`,
+      f.reason ? ` — ${f.reason}` : "")));
+}

@@ -1,0 +1,180 @@
+"""The evaluation loop shared by ``pilar eval``, :meth:`pilar.Pilar.evaluate`
+and ``bench/``: one retrieval method run over questions, each figure computed
+with :mod:`pilar.eval.metrics`, aggregated overall and per hop count.
+
+A *method* is a callable ``(Question) -> Retrieved``: pilar's search, or a
+baseline in ``bench/`` (flat chunks, page-only), so all of them are scored by
+the same code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pilar.eval.metrics import (RECALL_KS, anls, chain_coverage, citation_support, delivered,
+                                exact_match, mean_recall, mrr, recall_at_k)
+from pilar.eval.questions import Question
+from pilar.model import RankedPage
+
+RANK_DEPTH = max(RECALL_KS)
+"""Pages ranked per question for recall@1..10 and MRR@10."""
+
+
+@dataclass(slots=True)
+class Retrieved:
+    """What a method returns for one question: ``pages`` ranked best first (at
+    least :data:`RANK_DEPTH` when the store has them), the packet ``text``
+    built from the first ``k`` of them within the budget, and, with a reader,
+    its ``prediction`` and the texts of the supports it cites."""
+
+    pages: list[RankedPage]
+    text: str
+    prediction: str | None = None
+    cited: list[str] | None = None
+
+
+Method = Callable[[Question], Retrieved]
+
+
+@dataclass(slots=True)
+class QuestionScore:
+    """One question's figures (name -> value in [0, 1]) and the gold-matched
+    ids of its first :data:`RANK_DEPTH` ranked documents or pages."""
+
+    qid: str
+    hops: int | None
+    figures: dict[str, float]
+    ranked: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EvalReport:
+    """A method's figures over a questions file.
+
+    ``figures``: group -> figure name -> mean over the questions of the group
+    that have that figure (``all``, then ``1 hop``, ``2 hops``, ... when the
+    file has hop counts); ``counts``: group -> questions; ``rows``: one
+    :class:`QuestionScore` per question; ``budget`` in tokens, ``k`` pages
+    packed, ``seconds`` of wall-clock time; ``notes``: what was not measured
+    and why (e.g. EM/ANLS without a reader).
+    """
+
+    method: str
+    questions: str
+    budget: int
+    k: int
+    figures: dict[str, dict[str, float]]
+    counts: dict[str, int]
+    rows: list[QuestionScore]
+    seconds: float
+    profile: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _gold_keys(page: RankedPage) -> tuple[str, str, str]:
+    return page.page_id, page.doc_id, Path(page.source).stem
+
+
+def ranked_ids(pages: Sequence[RankedPage], gold: Iterable[str]) -> list[str]:
+    """The ranking as ids comparable with ``gold``: each page becomes the gold
+    id it matches (its page id, doc id or source file stem), else its page id;
+    repeats are dropped, so a document counts at its best page's rank."""
+    gold = tuple(gold)
+    keys = (next((g for g in gold if g in _gold_keys(p)), p.page_id) for p in pages)
+    return list(dict.fromkeys(keys))
+
+
+def rank_figures(ranked: Sequence[str], gold: Sequence[str], k: int) -> dict[str, float]:
+    """Ranking figures of one question (``ranked`` as :func:`ranked_ids` gives
+    it, at most :data:`RANK_DEPTH` ids): ``recall@1``, ``recall@5``,
+    ``recall@10``, ``recall@1-10`` (the mean over k = 1..10, PILAR App. C),
+    ``MRR@10`` and ``chain@k`` (every gold id in the first ``k``, App. J.8)."""
+    figures = {f"recall@{kk}": recall_at_k(ranked, gold, kk) for kk in (1, 5, 10)}
+    figures["recall@1-10"] = mean_recall(ranked, gold)
+    figures["MRR@10"] = mrr(ranked, gold, k=RANK_DEPTH)
+    figures[f"chain@{k}"] = chain_coverage(ranked, gold, k)
+    return figures
+
+
+def score_question(q: Question, got: Retrieved, budget: int, k: int) -> QuestionScore:
+    """Figures of one question: with gold ids, :func:`rank_figures`;
+    always ``delivery@budget`` (Tessera §4.4); with a prediction, ``EM``,
+    ``ANLS`` (the answer parts joined by ", " as the gold string) and, with
+    cited texts, ``citation support``."""
+    ranked = ranked_ids(got.pages[:RANK_DEPTH], q.gold)
+    figures = rank_figures(ranked, q.gold, k) if q.gold else {}
+    figures[f"delivery@{budget}"] = float(delivered(q.answers, got.text))
+    if got.prediction is not None:
+        gold_text = [", ".join(q.answers)]
+        figures["EM"] = exact_match(got.prediction, gold_text)
+        figures["ANLS"] = anls(got.prediction, gold_text)
+        if got.cited is not None:
+            figures["citation support"] = float(citation_support(q.answers, got.cited))
+    return QuestionScore(q.qid, q.hops, figures, ranked)
+
+
+def group_of(hops: int | None) -> str | None:
+    """Report group of a hop count: ``1 hop``, ``2 hops``, ...; None without one."""
+    return None if hops is None else f"{hops} hop{'s' if hops != 1 else ''}"
+
+
+def aggregate(rows: Sequence[QuestionScore]) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """Means per group (``all`` first, then hop groups in hop order) of every
+    figure over the rows that have it; and the rows per group."""
+    groups: dict[str, list[QuestionScore]] = {"all": list(rows)}
+    for row in sorted(rows, key=lambda r: r.hops or 0):
+        g = group_of(row.hops)
+        if g is not None:
+            groups.setdefault(g, []).append(row)
+    figures: dict[str, dict[str, float]] = {}
+    for name, members in groups.items():
+        sums: dict[str, list[float]] = {}
+        for r in members:
+            for fig, value in r.figures.items():
+                sums.setdefault(fig, []).append(value)
+        figures[name] = {fig: sum(v) / len(v) for fig, v in sums.items()}
+    return figures, {name: len(m) for name, m in groups.items()}
+
+
+def evaluate(questions: Sequence[Question], method: Method, *, name: str, source: str,
+             budget: int, k: int, profile: str | None = None,
+             progress: Callable[[int, int], None] | None = None,
+             notes: Sequence[str] = (),
+             prepare: Callable[[Sequence[Question]], None] | None = None,
+             batch: int = 128) -> EvalReport:
+    """Run ``method`` on every question and score it (:func:`score_question`).
+
+    ``budget`` (tokens) and ``k`` (pages packed) only label the figures: the
+    method applies them. ``prepare(questions)``, when given, is called with
+    each run of ``batch`` questions before their searches (e.g. to embed
+    them in one batch). ``progress(done, total)`` is called after each
+    question. Exceptions of the method propagate.
+    """
+    t0 = time.perf_counter()
+    rows = []
+    for start in range(0, len(questions), batch):
+        chunk = questions[start:start + batch]
+        if prepare:
+            prepare(chunk)
+        for q in chunk:
+            rows.append(score_question(q, method(q), budget, k))
+            if progress:
+                progress(len(rows), len(questions))
+    figures, counts = aggregate(rows)
+    return EvalReport(name, source, budget, k, figures, counts, rows,
+                      time.perf_counter() - t0, profile, list(notes))
+
+
+def markdown_table(report: EvalReport) -> str:
+    """The report as a GitHub Markdown table: one row per group (``all``, then
+    hop counts), one column per figure, values to three decimals."""
+    names = list(dict.fromkeys(f for g in report.figures.values() for f in g))
+    lines = ["| questions | n | " + " | ".join(names) + " |",
+             "|---|---:|" + "---:|" * len(names)]
+    for group, figs in report.figures.items():
+        cells = [f"{figs[n]:.3f}" if n in figs else "" for n in names]
+        lines.append(f"| {group} | {report.counts[group]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

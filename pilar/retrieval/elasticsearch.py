@@ -1,0 +1,320 @@
+"""The production page index on Elasticsearch 9 (official ``elasticsearch`` client).
+
+Two aliases, ``<prefix>-pages`` and ``<prefix>-units``, each in front of a
+versioned index ``<alias>-NNNN`` whose settings and mappings come from
+``migrations/elasticsearch/NNNN_*.json``. A migration creates the next
+index, copies the documents over (the client's ``helpers.scan`` and bulk
+helpers: neither the reindex module nor data streams, which
+``helpers.reindex`` asks about, are in every distribution),
+swaps the alias in one atomic ``update_aliases`` and drops the old index.
+
+A page is one document (``_id`` = page id): ``text`` for BM25 (``english``
+analyser), ``chunks`` (nested: one ``dense_vector`` per evidence unit or text
+window, cosine, HNSW) for kNN, where a page scores by its best vector, and
+``doc_id``, ``number``, ``collection``, ``sections`` as keywords. Filters
+(:class:`~pilar.model.Scope`) go inside the BM25 and kNN queries. Unit
+vectors (for packing) live in the units index by unit id, so a stack of
+Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of
+big-endian float32 (Elasticsearch 9.1+). The query bodies live here.
+
+Errors: every failed call (after the client's retries) raises
+:class:`~pilar.errors.StoreError` naming the service and URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from pilar.errors import StoreError
+from pilar.migrations import migration_files
+from pilar.model import Page, Scope
+from pilar.retrieval import query_terms
+
+MAX_KNN = 10_000
+"""Elasticsearch's ceiling on ``k`` and ``num_candidates``."""
+MIN_CANDIDATES = 100
+"""kNN ``num_candidates`` is at least this and at least 2 x k."""
+
+
+def _b64(vector: np.ndarray) -> str:
+    """A vector as Elasticsearch takes it most compactly: base64 of its
+    big-endian float32 bytes (about a quarter of the JSON list's size)."""
+    return base64.b64encode(np.asarray(vector, dtype=">f4").tobytes()).decode("ascii")
+
+
+def _vector(value: str | list) -> np.ndarray:
+    """A stored vector as ``(dim,)`` float32: ``_source`` keeps the form it
+    was sent in, base64 (:func:`_b64`) or a JSON list; both are valid input."""
+    if isinstance(value, list):
+        return np.asarray(value, dtype=np.float32)
+    return np.frombuffer(base64.b64decode(value), dtype=">f4").astype(np.float32)
+
+
+def _cosine(score: float) -> float:
+    """Elasticsearch reports cosine similarity as ``(1 + cos) / 2``."""
+    return 2.0 * float(score) - 1.0
+
+
+def _filters(scope: Scope | None) -> list[dict]:
+    if scope is None:
+        return []
+    out = []
+    if scope.collections is not None:
+        out.append({"terms": {"collection": list(scope.collections)}})
+    if scope.doc_ids is not None:
+        out.append({"terms": {"doc_id": list(scope.doc_ids)}})
+    return out
+
+
+def _match(question: str) -> dict | None:
+    """The BM25 clause: the question's content words (:func:`query_terms`,
+    the same terms the embedded index ORs), any of which may match."""
+    terms = query_terms(question)
+    if not terms:
+        return None
+    return {"match": {"text": {"query": " ".join(terms), "operator": "or"}}}
+
+
+def _knn(query: np.ndarray, k: int, filters: list[dict]) -> dict:
+    body = {"field": "chunks.vector", "query_vector": np.asarray(query, dtype=float).tolist(),
+            "k": k, "num_candidates": min(MAX_KNN, max(MIN_CANDIDATES, 2 * k))}
+    if filters:
+        body["filter"] = filters
+    return body
+
+
+class ElasticsearchPageIndex:
+    """PageIndex on Elasticsearch (see :class:`pilar.retrieval.PageIndex`).
+
+    ``url`` is the node's HTTP URL, ``api_key`` an optional API key,
+    ``prefix`` the alias prefix (``PILAR_ELASTICSEARCH_INDEX``). Applies
+    pending migrations on open. Raises :class:`StoreError` when the node
+    cannot be reached.
+    """
+
+    name = "elasticsearch"
+
+    def __init__(self, url: str, api_key: str | None = None, prefix: str = "pilar",
+                 request_timeout: float = 30.0, max_retries: int = 3):
+        from elasticsearch import Elasticsearch
+
+        self.url = url
+        self.prefix = prefix
+        self.pages_alias = f"{prefix}-pages"
+        self.units_alias = f"{prefix}-units"
+        self.client = Elasticsearch(url, api_key=api_key, request_timeout=request_timeout,
+                                    max_retries=max_retries, retry_on_timeout=True)
+        self._call("connect", self.client.info)
+        self.migrate()
+
+    # -- plumbing ------------------------------------------------------------
+    def _call(self, what: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, its failures as one :class:`StoreError`."""
+        from elasticsearch import ApiError, TransportError
+
+        try:
+            return fn(*args, **kwargs)
+        except ApiError as exc:
+            reason = exc.message
+            if isinstance(exc.body, dict) and isinstance(exc.body.get("error"), dict):
+                reason = exc.body["error"].get("reason") or reason
+            raise StoreError(f"Elasticsearch at {self.url}: {what} failed "
+                             f"({exc.meta.status}): {reason}") from exc
+        except TransportError as exc:
+            raise StoreError(f"cannot reach Elasticsearch at {self.url} ({what}): "
+                             f"{exc.message}") from exc
+
+    def close(self) -> None:
+        self.client.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Each write stands alone on a server (the facade's write protocol
+        makes a document visible only once both stores hold it)."""
+        yield
+
+    # -- schema ----------------------------------------------------------------
+    def _current(self, alias: str) -> tuple[str, int] | None:
+        """``(index, version)`` behind ``alias``, or None when it does not exist."""
+        if not self._call("read aliases", self.client.indices.exists_alias, name=alias):
+            return None
+        name = sorted(self._call("read aliases", self.client.indices.get_alias, name=alias))[-1]
+        return name, int(name.rpartition("-")[2])
+
+    def migrate(self) -> list[int]:
+        """Apply ``migrations/elasticsearch/NNNN_*.json``: per index named in
+        a file whose version is newer than the alias's index, create
+        ``<alias>-NNNN``, copy the documents (scan + bulk, vectors included:
+        they stay in ``_source``), swap the alias, drop the old index. Returns the versions applied. Idempotent."""
+        from elasticsearch import helpers
+
+        applied = []
+        for version, path in migration_files("elasticsearch", ".json"):
+            spec = json.loads(path.read_text(encoding="utf-8"))
+            for role, body in spec["indexes"].items():
+                alias = f"{self.prefix}-{role}"
+                current = self._current(alias)
+                if current is not None and current[1] >= version:
+                    continue
+                new = f"{alias}-{version:04d}"
+                if not self.client.indices.exists(index=new):
+                    self._call(f"create {new}", self.client.indices.create, index=new,
+                               settings=body["settings"], mappings=body["mappings"])
+                actions = [{"add": {"index": new, "alias": alias}}]
+                if current is not None:
+                    hits = helpers.scan(self.client, index=current[0], size=500,
+                                        query={"query": {"match_all": {}}})
+                    self._bulk(({"_op_type": "index", "_index": new, "_id": h["_id"],
+                                 "_source": h["_source"]} for h in hits),
+                               f"copy {current[0]} into {new}")
+                    self._call(f"refresh {new}", self.client.indices.refresh, index=new)
+                    actions.insert(0, {"remove": {"index": current[0], "alias": alias}})
+                self._call(f"point {alias} at {new}", self.client.indices.update_aliases,
+                           actions=actions)
+                if current is not None:
+                    self._call(f"drop {current[0]}", self.client.indices.delete, index=current[0])
+                if version not in applied:
+                    applied.append(version)
+        return applied
+
+    def drop(self) -> None:
+        """Delete both aliases' indexes (tests and benches start afresh)."""
+        for alias in (self.pages_alias, self.units_alias):
+            current = self._current(alias)
+            if current is not None:
+                self._call(f"drop {current[0]}", self.client.indices.delete, index=current[0])
+
+    # -- writes ----------------------------------------------------------------
+    def add_pages(self, pages: list[Page], vectors: list[np.ndarray],
+                  unit_ids: list[list[str | None]] | None = None, *,
+                  collection: str = "default",
+                  sections: list[list[str]] | None = None) -> None:
+        """Index ``pages`` with one bulk request stream (the client's
+        ``helpers.streaming_bulk``, 429s retried with backoff) that returns
+        once they are searchable (``refresh=wait_for``: the next scheduled
+        refresh, no extra segment per document). Raises :class:`StoreError` naming the first
+        failed item and how many failed (a page id already indexed is one)."""
+        def actions():
+            for i, (page, vecs) in enumerate(zip(pages, vectors, strict=True)):
+                ids = unit_ids[i] if unit_ids else [None] * len(vecs)
+                vecs = np.asarray(vecs, dtype=np.float32)
+                yield {"_op_type": "create", "_index": self.pages_alias, "_id": page.page_id,
+                       "_source": {"page_id": page.page_id, "doc_id": page.doc_id,
+                                   "number": page.number, "collection": collection,
+                                   "sections": sections[i] if sections else [],
+                                   "text": page.text,
+                                   "chunks": [{"unit_id": uid, "vector": _b64(v)}
+                                              for uid, v in zip(ids, vecs, strict=True)]}}
+                for uid, v in zip(ids, vecs, strict=True):
+                    if uid is not None:
+                        yield {"_op_type": "index", "_index": self.units_alias, "_id": uid,
+                               "_source": {"doc_id": page.doc_id, "vector": _b64(v)}}
+
+        self._bulk(actions(), "index pages")
+
+    def _bulk(self, actions, what: str) -> None:
+        from elasticsearch import helpers
+
+        failed, first = 0, None
+        results = self._call(what, lambda: list(helpers.streaming_bulk(
+            self.client, actions, chunk_size=500, max_chunk_bytes=20 * 1024 * 1024,
+            raise_on_error=False, raise_on_exception=False, max_retries=3,
+            initial_backoff=1, max_backoff=30, refresh="wait_for")))
+        for ok, item in results:
+            if not ok:
+                failed += 1
+                if first is None:
+                    op, detail = next(iter(item.items()))
+                    error = detail.get("error")
+                    reason = error.get("reason") if isinstance(error, dict) else error
+                    first = f"{op} {detail.get('_id')}: {reason}"
+        if failed:
+            raise StoreError(f"Elasticsearch at {self.url}: {what}: {failed} of {len(results)} "
+                             f"items failed; first: {first}")
+
+    def delete_document(self, doc_id: str) -> int:
+        """Remove a document's pages and unit vectors (ids found by a scan of
+        ``doc_id``, deleted in bulk, gone from searches when it returns);
+        returns pages removed."""
+        from elasticsearch import helpers
+
+        def ids(alias: str) -> list[str]:
+            return [hit["_id"] for hit in helpers.scan(
+                self.client, index=alias, query={"query": {"term": {"doc_id": doc_id}}},
+                source=False, size=1000)]
+
+        pages = self._call("find pages", ids, self.pages_alias)
+        units = self._call("find units", ids, self.units_alias)
+        if pages or units:
+            self._bulk(({"_op_type": "delete", "_index": alias, "_id": i}
+                        for alias, found in ((self.pages_alias, pages), (self.units_alias, units))
+                        for i in found), "delete pages")
+        return len(pages)
+
+    # -- reads -----------------------------------------------------------------
+    def count(self) -> int:
+        return self._call("count", self.client.count, index=self.pages_alias)["count"]
+
+    def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
+        """``{unit_id: (dim,) float32}`` from the units index (one ``mget``
+        per 1,000 ids)."""
+        out = {}
+        for i in range(0, len(unit_ids), 1000):
+            chunk = unit_ids[i:i + 1000]
+            docs = self._call("read unit vectors", self.client.mget, index=self.units_alias,
+                              ids=chunk, source=["vector"], filter_path="docs._id,docs._source")
+            for doc in docs.get("docs", []):
+                if "_source" in doc:
+                    out[doc["_id"]] = _vector(doc["_source"]["vector"])
+        return out
+
+    def _hits(self, what: str, **body) -> list[tuple[str, float]]:
+        res = self._call(what, self.client.search, index=self.pages_alias, source=False,
+                         filter_path="hits.hits._id,hits.hits._score", **body)
+        return [(h["_id"], h["_score"]) for h in res.get("hits", {}).get("hits", [])]
+
+    def bm25(self, question: str, n: int, scope: Scope | None = None) -> dict[str, float]:
+        """``{page_id: bm25}`` (Lucene BM25, k1=1.2, b=0.75) for the ``n``
+        best pages within ``scope``, best first."""
+        match = _match(question)
+        if match is None or n <= 0:
+            return {}
+        query = {"bool": {"must": [match], "filter": _filters(scope)}}
+        return {pid: float(s) for pid, s in self._hits("BM25 search", query=query, size=n)}
+
+    def bm25_for(self, question: str, page_ids: list[str]) -> dict[str, float]:
+        match = _match(question)
+        if match is None or not page_ids:
+            return {}
+        query = {"bool": {"must": [match], "filter": [{"ids": {"values": list(page_ids)}}]}}
+        return {pid: float(s) for pid, s in self._hits("BM25 search", query=query,
+                                                         size=len(page_ids))}
+
+    def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
+        """``{page_id: cosine}`` of the ``n`` nearest pages within ``scope``
+        (approximate kNN over HNSW, ``num_candidates`` = max(100, 2n); the
+        cosines of the pages found are exact), best first."""
+        if n <= 0:
+            return {}
+        n = min(n, MAX_KNN)
+        return {pid: _cosine(s) for pid, s in self._hits(
+            "kNN search", knn=_knn(query, n, _filters(scope)), size=n)}
+
+    def dense_for(self, query: np.ndarray, page_ids: list[str]) -> dict[str, float]:
+        """``{page_id: cosine}`` of exactly ``page_ids`` (0.0 for unknown pages
+        and pages without vectors): a kNN filtered to those ids, which
+        Elasticsearch answers exactly (the filter admits fewer pages than
+        ``num_candidates``)."""
+        out = {pid: 0.0 for pid in page_ids}
+        ids = list(out)
+        for i in range(0, len(ids), MAX_KNN // 2):
+            chunk = ids[i:i + MAX_KNN // 2]
+            for pid, s in self._hits("kNN search", knn=_knn(
+                    query, len(chunk), [{"ids": {"values": chunk}}]), size=len(chunk)):
+                out[pid] = _cosine(s)
+        return out

@@ -1,0 +1,388 @@
+"""The REST API and MCP endpoint, driven over a real uvicorn server on loopback.
+
+The server runs on the embedded store always, and with the graph on Neo4j
+when NEO4J_URI is set. One server per backend for the module: documents are
+uploaded once (collection ``default`` and ``alpha``) and every test reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+import httpx
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.serving import ApiServer, wait_job
+
+CORPUS = FIXTURES / "corpus"
+PDF = FIXTURES / "pdf" / "204-268.pdf"
+FULL, ALPHA = "full-key-0123456789", "alpha-key-9876543210"
+DEFAULT_FILES = [PDF, CORPUS / "204-541.html", CORPUS / "203-189.html"]
+ALPHA_FILES = [CORPUS / "204-133.html"]
+
+
+def _upload(client: httpx.Client, paths, collection: str, extra=()) -> dict:
+    files = [("files", (p.name, p.read_bytes())) for p in paths] + list(extra)
+    r = client.post("/v1/documents", files=files, data={"collection": collection})
+    assert r.status_code == 202, r.text
+    return r.json()
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def served(request, tmp_path_factory):
+    """A running server with documents in ``default`` (and one in ``alpha``)
+    and the ids the tests need."""
+    home = tmp_path_factory.mktemp(f"api-{request.param}")
+    inbox = home / "inbox"
+    inbox.mkdir()
+    (inbox / "escape").symlink_to(FIXTURES / "pdf")  # a link inside a root to outside it
+    env = {"PILAR_API_KEYS": f"{FULL},{ALPHA}:alpha",
+           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox}", "PILAR_GRAPH": request.param}
+    if request.param == "neo4j":
+        from pilar import Pilar
+        from pilar.config import Settings
+
+        env["NEO4J_URI"] = os.environ["NEO4J_URI"]
+        p = Pilar(settings=Settings(home=home / "cleanup", graph="neo4j",
+                                    neo4j_uri=env["NEO4J_URI"]))
+        p.recover()  # start from an empty graph, through the facade
+        for doc in p.docs():
+            p.delete(doc.doc_id)
+        p.close()
+    server = ApiServer(home, env).start()
+    full = server.client(FULL)
+    bad = [("files", ("empty.html", b""))]
+    job = _upload(full, DEFAULT_FILES, "default", bad)
+    alpha_job = _upload(full, ALPHA_FILES, "alpha")
+    done = wait_job(full, job["job_id"])
+    alpha_done = wait_job(full, alpha_job["job_id"])
+    yield {"server": server, "full": full, "job": done, "alpha_job": alpha_done,
+           "backend": request.param, "inbox": inbox}
+    full.close()
+    server.stop()
+
+
+def _ids(job: dict) -> list[str]:
+    return [f["doc_id"] for f in job["files"] if f["doc_id"]]
+
+
+def test_health_routes_are_open(served):
+    anon = served["server"].client()
+    assert anon.get("/healthz").json() == {"status": "ok", "checks": {}}
+    ready = anon.get("/readyz").json()
+    assert ready["status"] == "ok"
+    assert ready["checks"][f"graph:{served['backend']}"] == "ok"
+
+
+def test_upload_job_has_per_file_status_and_reasons(served):
+    job = served["job"]
+    assert job["state"] == "done"
+    assert [f["name"] for f in job["files"]] == [p.name for p in DEFAULT_FILES] + ["empty.html"]
+    assert [f["status"] for f in job["files"]] == ["ingested"] * 3 + ["failed"]
+    assert "empty" in job["files"][3]["reason"]
+    assert job["counts"] == {"ingested": 3, "failed": 1}
+    assert job["files"][0]["n_pages"] == 2
+
+
+def test_job_events_stream_ends_with_the_final_record(served):
+    with served["full"].stream("GET", f"/v1/jobs/{served['job']['job_id']}/events") as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        text = "".join(r.iter_text())
+    events = re.findall(r"event: (\w+)\ndata: (.*)\n", text)
+    assert [e for e, _ in events] == ["end"]
+    assert json.loads(events[0][1])["counts"] == {"ingested": 3, "failed": 1}
+
+
+def test_documents_list_get_and_paginate(served):
+    full = served["full"]
+    ids = _ids(served["job"]) + _ids(served["alpha_job"])
+    listed = full.get("/v1/documents").json()
+    assert listed["total"] == 4 and [d["doc_id"] for d in listed["items"]] == ids
+    page = full.get("/v1/documents", params={"offset": 1, "limit": 2}).json()
+    assert [d["doc_id"] for d in page["items"]] == ids[1:3] and page["total"] == 4
+    alpha = full.get("/v1/documents", params={"collection": "alpha"}).json()
+    assert [d["doc_id"] for d in alpha["items"]] == _ids(served["alpha_job"])
+    doc = full.get(f"/v1/documents/{ids[0]}").json()
+    assert doc["media_type"] == "application/pdf" and doc["collection"] == "default"
+    assert full.get("/v1/documents/0000000000000000").status_code == 404
+
+
+def test_search_returns_a_cited_packet_within_budget(served):
+    r = served["full"].post("/v1/search", json={"query": "which building in kanpur is tallest?",
+                                                "budget_tokens": 400, "k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert 1 <= len(body["pages"]) <= 3
+    packet = body["packet"]
+    assert 0 < packet["tokens"] <= 400 and packet["budget"] == 400
+    assert packet["citations"] and all(c["doc_id"] and c["page"] >= 1 for c in packet["citations"])
+    assert body["pages"][0]["trace"]
+
+
+def test_search_in_one_collection_cites_only_it(served):
+    alpha_ids = set(_ids(served["alpha_job"]))
+    r = served["full"].post("/v1/search", json={"query": "tallest building kanpur",
+                                                "budget_tokens": 400, "collections": ["alpha"]})
+    body = r.json()
+    assert body["pages"] and {p["doc_id"] for p in body["pages"]} <= alpha_ids
+    assert {c["doc_id"] for c in body["packet"]["citations"]} <= alpha_ids
+
+
+def test_tools_schema_is_the_search_request(served):
+    [tool] = served["full"].get("/v1/tools").json()
+    assert tool["type"] == "function" and tool["function"]["name"] == "search"
+    params = tool["function"]["parameters"]
+    assert params["required"] == ["query"]
+    assert params["properties"]["budget_tokens"]["maximum"] == 32768
+
+
+def test_page_with_supports_and_highlighted_image(served):
+    full = served["full"]
+    pdf_id = _ids(served["job"])[0]
+    page = full.get(f"/v1/pages/{pdf_id}:1").json()
+    assert page["media_type"] == "application/pdf" and page["supports"]
+    boxed = [s for s in page["supports"] if s["provenance"]["bbox"]]
+    assert boxed
+    plain = full.get(f"/v1/pages/{pdf_id}:1/image")
+    lit = full.get(f"/v1/pages/{pdf_id}:1/image", params={"highlight": boxed[0]["support_id"]})
+    assert plain.status_code == lit.status_code == 200
+    assert lit.headers["content-type"] == "image/png" and lit.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert lit.content != plain.content
+    bad = full.get(f"/v1/pages/{pdf_id}:1/image", params={"highlight": "nope"})
+    assert bad.status_code == 422 and "nope" in bad.json()["detail"]
+    html_id = _ids(served["job"])[1]
+    assert full.get(f"/v1/pages/{html_id}:1/image").status_code == 409
+    assert full.get(f"/v1/pages/{pdf_id}:99").status_code == 404
+
+
+def test_entities_search_get_and_neighborhood(served):
+    full = served["full"]
+    found = full.get("/v1/entities", params={"q": "tower"}).json()["items"]
+    assert found and all("tower" in (e["name"] + " ".join(e["aliases"])).lower() for e in found)
+    eid = found[0]["entity_id"]
+    assert full.get(f"/v1/entities/{eid}").json()["entity_id"] == eid
+    hood = full.get(f"/v1/entities/{eid}/neighborhood", params={"depth": 2}).json()
+    assert eid in [e["entity_id"] for e in hood["entities"]]
+    assert hood["supports"] and hood["pages"]
+    assert {p["page_id"] for p in hood["pages"]} == {
+        f"{s['doc_id']}:{s['provenance']['page']}" for s in hood["supports"]}
+    assert full.get(f"/v1/entities/{eid}/neighborhood", params={"depth": 4}).status_code == 422
+    assert full.get("/v1/entities/nobody:none").status_code == 404
+
+
+def test_cypher_is_read_only_and_needs_an_unlimited_key(served):
+    full, server = served["full"], served["server"]
+    q = {"query": "MATCH (d:Document) RETURN count(d) AS n"}
+    with server.client(ALPHA) as alpha:
+        assert alpha.post("/v1/cypher", json=q).status_code == 403
+    r = full.post("/v1/cypher", json=q)
+    if served["backend"] == "sqlite":
+        assert r.status_code == 501 and "neo4j" in r.json()["detail"].lower()
+        return
+    assert r.json()["rows"] == [{"n": 4}]
+    w = full.post("/v1/cypher", json={"query": "CREATE (:Thing {name: 'x'})"})
+    assert w.status_code == 422 and w.headers["content-type"] == "application/problem+json"
+
+
+def test_errors_are_problem_json_without_traces(served):
+    server, full = served["server"], served["full"]
+    anon = server.client()
+    cases = [
+        (anon.get("/v1/documents"), 401),
+        (server.client("wrong-key").get("/v1/documents"), 401),
+        (full.post("/v1/search", json={"query": "x", "budget_tokens": 10}), 422),
+        (full.post("/v1/search", json={"query": "x", "k": 1000}), 422),
+        (full.post("/v1/search", json={"query": "x" * 5000}), 422),
+        (full.post("/v1/search", json={"query": "   "}), 422),
+        (full.post("/v1/search", content=b"{", headers={"content-type": "application/json"}), 422),
+        (full.post("/v1/search", json={"query": "x" * (2 * 1024 * 1024)}), 413),
+        (full.get("/v1/pages/not-a-page"), 404),
+        (full.get("/v1/jobs/nope"), 404),
+    ]
+    for r, status in cases:
+        assert r.status_code == status, (r.request.url, r.text[:200])
+        assert r.headers["content-type"] == "application/problem+json"
+        body = r.json()
+        assert body["status"] == status and body["title"]
+        assert "Traceback" not in r.text and 'File "' not in r.text
+    assert anon.get("/v1/documents").headers["www-authenticate"] == "Bearer"
+    assert full.get("/v1/documents", headers={"Authorization": "", "X-API-Key": FULL}
+                    ).status_code == 200
+
+
+def test_cors_is_off_by_default(served):
+    r = served["full"].options("/v1/search", headers={"Origin": "http://evil.example",
+                                                      "Access-Control-Request-Method": "POST"})
+    assert "access-control-allow-origin" not in r.headers
+
+
+def test_server_paths_only_under_ingest_roots(served):
+    full = served["full"]
+    outside = full.post("/v1/documents/paths", json={"paths": [str(PDF)]})
+    assert outside.status_code == 403 and "PILAR_INGEST_ROOTS" in outside.json()["detail"]
+    for sneaky in (CORPUS / ".." / "pdf", served["inbox"] / "escape" / PDF.name,
+                   served["inbox"] / "escape"):
+        r = full.post("/v1/documents/paths", json={"paths": [str(sneaky)]})
+        assert r.status_code == 403, sneaky
+    inside = full.post("/v1/documents/paths", json={"paths": [str(CORPUS / "204-541.html")]})
+    assert inside.status_code == 202
+    job = wait_job(full, inside.json()["job_id"])
+    assert [f["status"] for f in job["files"]] == ["unchanged"]
+
+
+# -- a key limited to a collection sees nothing of the others -------------------
+
+def _requests(ids: dict) -> dict[tuple[str, str], list[dict]]:
+    """Requests for every operation of the API, naming things of ``default``
+    (a new route adds its requests here: the walk fails on a route it lacks)."""
+    d, page, ent, job = ids["doc"], f"{ids['doc']}:1", ids["entity"], ids["job"]
+    return {
+        ("get", "/healthz"): [{}], ("get", "/readyz"): [{}],
+        ("get", "/v1/documents"): [{}, {"params": {"collection": "default"}}],
+        ("post", "/v1/documents"): [{"files": [("files", ("a.html", ids["html"]))],
+                                     "data": {"collection": "default"}}],
+        ("post", "/v1/documents/paths"): [{"json": {"paths": [ids["path"]]}}],
+        ("get", "/v1/documents/{doc_id}"): [{"url": f"/v1/documents/{d}"}],
+        ("delete", "/v1/documents/{doc_id}"): [{"url": f"/v1/documents/{d}"}],
+        ("get", "/v1/jobs/{job_id}"): [{"url": f"/v1/jobs/{job}"}],
+        ("get", "/v1/jobs/{job_id}/events"): [{"url": f"/v1/jobs/{job}/events"}],
+        ("post", "/v1/search"): [{"json": {"query": ids["query"], "budget_tokens": 800}},
+                                 {"json": {"query": ids["query"], "doc_ids": [d],
+                                           "collections": ["default"]}}],
+        ("get", "/v1/tools"): [{}],
+        ("get", "/v1/pages/{page_id}"): [{"url": f"/v1/pages/{page}"}],
+        ("get", "/v1/pages/{page_id}/image"): [{"url": f"/v1/pages/{page}/image"}],
+        ("post", "/v1/cypher"): [{"json": {"query": "MATCH (d:Document) RETURN d"}}],
+        ("get", "/v1/entities"): [{"params": {"q": ids["entity_name"]}}],
+        ("get", "/v1/entities/{entity_id}"): [{"url": f"/v1/entities/{ent}"}],
+        ("get", "/v1/entities/{entity_id}/neighborhood"): [
+            {"url": f"/v1/entities/{ent}/neighborhood", "params": {"depth": 3}}],
+    }
+
+
+def test_limited_key_gets_nothing_of_other_collections_on_any_route(served):
+    from pilar import Pilar
+
+    server, full = served["server"], served["full"]
+    default_ids = _ids(served["job"])
+    alpha_ids = _ids(served["alpha_job"])
+    # an entity only documents of `default` use (read through the facade)
+    reader = Pilar(settings=_settings_of(server))
+    found = full.get("/v1/entities", params={"q": "tower"}).json()["items"]
+    uses = reader.entity_documents([e["entity_id"] for e in found])
+    private = [e for e in found if uses[e["entity_id"]] and
+               set(uses[e["entity_id"]]) <= set(default_ids)]
+    assert private
+    ids = {"doc": default_ids[1], "entity": private[0]["entity_id"],
+           "entity_name": private[0]["name"], "job": served["job"]["job_id"],
+           "html": (CORPUS / "204-541.html").read_bytes(), "path": str(CORPUS / "204-541.html"),
+           "query": "tallest building in kanpur"}
+    schema = full.get("/openapi.json").json()
+    operations = {(m, p) for p, item in schema["paths"].items() for m in item}
+    requests = _requests(ids)
+    assert operations == set(requests), "every route must be walked"
+    leaked = re.compile("|".join(default_ids + [re.escape(private[0]["entity_id"])]))
+    with server.client(ALPHA) as alpha:
+        for (method, path), variants in sorted(requests.items()):
+            for kw in variants:
+                kw = dict(kw)
+                url = kw.pop("url", path)
+                r = alpha.request(method.upper(), url, **kw)
+                assert r.status_code < 500, (method, url, r.text[:300])
+                assert not leaked.search(r.text), (method, url, r.text[:300])
+                if "{" in path and path != "/v1/jobs/{job_id}/events":
+                    assert r.status_code in (403, 404), (method, url, r.status_code)
+        # the alpha key does see its own collection
+        own = alpha.get("/v1/documents").json()
+        assert [d["doc_id"] for d in own["items"]] == alpha_ids
+        hit = alpha.post("/v1/search", json={"query": ids["query"], "budget_tokens": 400}).json()
+        assert {c["doc_id"] for c in hit["packet"]["citations"]} == set(alpha_ids)
+    assert full.get(f"/v1/documents/{default_ids[1]}").status_code == 200  # not deleted
+
+
+def _settings_of(server: ApiServer):
+    from pilar.config import Settings
+
+    return Settings(home=server.home, graph=server.env["PILAR_GRAPH"],
+                    neo4j_uri=server.env.get("NEO4J_URI"))
+
+
+# -- MCP: the SDK's own client, over streamable HTTP and stdio ------------------------
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def _mcp_search(client_target) -> tuple[list[str], dict]:
+    from mcp import Client
+
+    async with Client(client_target) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("search", {"query": "tallest building in kanpur",
+                                                   "budget_tokens": 400, "k": 3})
+    return sorted(t.name for t in tools.tools), result
+
+
+def _structured(result) -> dict:
+    assert not result.is_error, result
+    return result.structured_content
+
+
+@pytest.mark.anyio
+async def test_mcp_over_streamable_http(served):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = served["server"].url + "/mcp"
+    async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
+        names, result = await _mcp_search(streamable_http_client(url, http_client=http))
+    assert names == ["cypher", "get_page", "search"]
+    packet = _structured(result)["packet"]
+    assert packet["citations"] and 0 < packet["tokens"] <= 400
+    async with httpx2.AsyncClient(timeout=60) as anon:
+        r = await anon.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r.status_code == 401 and r.headers["content-type"] == "application/problem+json"
+    async with httpx2.AsyncClient(headers={"X-API-Key": ALPHA}, timeout=300) as http:
+        _, limited = await _mcp_search(streamable_http_client(url, http_client=http))
+    cited = {c["doc_id"] for c in _structured(limited)["packet"]["citations"]}
+    assert cited == set(_ids(served["alpha_job"]))
+
+
+@pytest.mark.anyio
+async def test_mcp_over_stdio(served):
+    from mcp import StdioServerParameters
+
+    server = served["server"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pilar", "mcp"],
+                                   env={k: v for k, v in server.env.items()}, cwd=str(server.home))
+    names, result = await _mcp_search(params)
+    assert names == ["cypher", "get_page", "search"]
+    body = _structured(result)
+    assert body["packet"]["citations"] and body["pages"]
+
+
+def test_restart_marks_unfinished_jobs_failed_and_hides_nothing_half_written(tmp_path):
+    server = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    pdfs = [FIXTURES / "pdf" / n for n in ("diesel_engines-p1-3.pdf", "204-268.pdf",
+                                           "anticlockwise_table_1.pdf")]
+    with server.client(FULL) as c:
+        job = _upload(c, pdfs, "default")
+    server.stop(kill=True)  # a crash while the job runs (the first PDF takes seconds)
+    again = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    try:
+        with again.client(FULL) as c:
+            record = c.get(f"/v1/jobs/{job['job_id']}").json()
+            docs = c.get("/v1/documents").json()["items"]
+    finally:
+        again.stop()
+    assert record["state"] == "failed" and "server stopped" in record["reason"]
+    statuses = [f["status"] for f in record["files"]]
+    assert "failed" in statuses and set(statuses) <= {"ingested", "failed"}
+    assert all(f["reason"] for f in record["files"] if f["status"] == "failed")
+    assert [d["doc_id"] for d in docs] == [f["doc_id"] for f in record["files"]
+                                           if f["status"] == "ingested"]

@@ -1,0 +1,215 @@
+"""The ``pilar`` command as a new user meets it: the real entry point in a
+subprocess (PYTHONPATH pointing at this tree), real SQLite stores, the real
+embedding model. Each test asserts the exit code and the exact first line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+CORPUS = FIXTURES / "corpus"
+KANPUR = CORPUS / "204-541.html"
+PILAR = shutil.which("pilar")
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def first(self) -> str:
+        """The first line of stderr (where errors and reports go)."""
+        return (self.stderr.splitlines() or [""])[0]
+
+
+def pilar(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Run:
+    """Run ``pilar ARGS`` with this tree on PYTHONPATH, no PILAR_* settings
+    from the caller's environment, in ``cwd`` (so no stray ``.env`` is read)."""
+    assert PILAR, "the pilar entry point is not installed (pip install -e .)"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
+    base.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                COLUMNS="200", **(env or {}))
+    proc = subprocess.run([PILAR, *args], cwd=cwd, env=base, capture_output=True, text=True)
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A home with the Kanpur page ingested (read by the tests that search)."""
+    home = tmp_path_factory.mktemp("cli-store")
+    r = pilar("ingest", str(KANPUR), "--home", str(home), cwd=home)
+    assert r.code == 0, r.stderr
+    return home
+
+
+# -- setting errors: one line naming the setting, exit code 2 ------------------------------
+COMMANDS = [["ingest", str(KANPUR)], ["search", "kanpur"], ["docs"], ["stats"],
+            ["delete", "abc"], ["migrate"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_home_that_is_a_file_is_one_setting_error(tmp_path: Path, command):
+    home = tmp_path / "file"
+    home.write_text("not a folder")
+    r = pilar(*command, cwd=tmp_path, env={"PILAR_HOME": str(home)})
+    assert (r.code, r.stderr.splitlines()) == \
+        (2, [f"error: PILAR_HOME='{home}': is a file, not a folder"])
+
+
+def test_home_below_a_file_is_one_setting_error(tmp_path: Path):
+    (tmp_path / "file").write_text("x")
+    home = tmp_path / "file" / "store"
+    for r in (pilar("docs", cwd=tmp_path, env={"PILAR_HOME": str(home)}),
+              pilar("docs", "--home", str(home), cwd=tmp_path)):
+        assert (r.code, r.stderr.splitlines()) == \
+            (2, [f"error: PILAR_HOME='{home}': {tmp_path / 'file'} is a file, not a folder"])
+
+
+def test_unloadable_embedding_model_is_one_setting_error(store: Path, tmp_path: Path):
+    empty = tmp_path / "empty-model"           # a folder, but no model in it
+    empty.mkdir()
+    r = pilar("search", "kanpur", "--home", str(store), cwd=tmp_path,
+              env={"PILAR_EMBEDDING_MODEL": str(empty)})
+    assert r.code == 2, r.stderr
+    assert r.first.startswith(f"error: PILAR_EMBEDDING_MODEL='{empty}': cannot load the model (")
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    missing = tmp_path / "no-such-model"
+    r = pilar("ingest", str(CORPUS / "204-865.html"), "--home", str(store), cwd=tmp_path,
+              env={"PILAR_EMBEDDING_MODEL": str(missing)})
+    assert (r.code, r.stderr.splitlines()) == \
+        (2, [f"error: PILAR_EMBEDDING_MODEL='{missing}': no such model folder"])
+
+
+def test_unloadable_reranker_is_one_setting_error(store: Path, tmp_path: Path):
+    missing = tmp_path / "no-such-reranker"
+    r = pilar("search", "kanpur", "--home", str(store), cwd=tmp_path,
+              env={"PILAR_RERANKER_MODEL": str(missing)})
+    assert (r.code, r.stderr.splitlines()) == \
+        (2, [f"error: PILAR_RERANKER_MODEL='{missing}': no such model folder"])
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("PILAR_BM25_WEIGHT", "-3", "Input should be greater than or equal to 0"),
+    ("PILAR_TOP_K", "0", "Input should be greater than or equal to 1"),
+    ("PILAR_GATE", "2", "Input should be less than or equal to 1"),
+])
+def test_out_of_range_setting_is_one_error(tmp_path: Path, name, value, message):
+    r = pilar("search", "kanpur", "--home", str(tmp_path), cwd=tmp_path, env={name: value})
+    assert (r.code, r.stderr.splitlines()) == (2, [f"error: {name}='{value}': {message}"])
+
+
+# -- quiet, honest output ---------------------------------------------------------------------
+def test_search_is_quiet_on_stderr_and_echoes_a_clipped_question(store: Path, tmp_path: Path):
+    question = "what is the tallest building in kanpur? " * 8
+    r = pilar("search", question, "--home", str(store), cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    assert r.stderr == ""                     # no nanobind leak report at exit
+    flat = " ".join(question.split())
+    assert r.stdout.splitlines()[0].strip() == \
+        f"pages for: {flat[:80]}... ({len(flat):,} characters)"
+    assert "Kanpur" in r.stdout
+
+
+def test_overlong_question_is_refused(store: Path, tmp_path: Path):
+    r = pilar("search", "x" * 5000, "--home", str(store), cwd=tmp_path)
+    assert (r.code, r.first) == (2, "error: the question is 5,000 characters, over the "
+                                    "4,000-character limit (PILAR_MAX_QUERY_CHARS)")
+    assert r.stdout == ""
+
+
+def test_file_size_limit_is_worded_in_human_sizes(tmp_path: Path):
+    size = KANPUR.stat().st_size
+    r = pilar("ingest", str(KANPUR), "--home", str(tmp_path / "h"), cwd=tmp_path,
+              env={"PILAR_MAX_FILE_BYTES": "100"})
+    assert r.code == 1
+    assert r.first == (f"failed {KANPUR}: file is {size / 1024:.0f} KiB, over the 100 B limit "
+                       "(PILAR_MAX_FILE_BYTES)")
+
+
+def test_folder_files_that_are_not_documents_are_counted_and_listed(tmp_path: Path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(KANPUR, folder / "kanpur.html")
+    (folder / "notes.md").write_text("# notes")
+    (folder / ".draft.html").write_bytes(KANPUR.read_bytes())
+    home = tmp_path / "h"
+    r = pilar("ingest", str(folder), "--verbose", "--home", str(home), cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[:2] == [f"skipped {folder / '.draft.html'}: hidden",
+                         f"skipped {folder / 'notes.md'}: not a document (.md)"]
+    assert lines[-1].startswith("1 ingested, 0 replaced, 0 unchanged, 0 new source, 0 failed, "
+                                "2 skipped (1 pages, ")
+    assert lines[-1].endswith(f" in {home}")
+    quiet = pilar("ingest", str(folder), "--home", str(home), cwd=tmp_path)
+    assert quiet.code == 0
+    assert quiet.stderr.splitlines()[-2:] == [
+        "skipped 2 files in folders: 1 hidden, 1 not a document (.md); --verbose lists them",
+        f"0 ingested, 0 replaced, 1 unchanged, 0 new source, 0 failed, 2 skipped (0 pages, "
+        f"0 units, 0 assertions, 0 entity records) in {home}"]
+
+
+def test_copy_at_a_new_path_is_recorded_as_another_source(store: Path, tmp_path: Path):
+    home = tmp_path / "h"
+    shutil.copytree(store, home)
+    copy = tmp_path / "copy of kanpur.html"
+    shutil.copy(KANPUR, copy)
+    r = pilar("ingest", str(copy), "--home", str(home), cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    docs = json.loads(pilar("docs", "--json", "--home", str(home), cwd=tmp_path).stdout)
+    assert r.first == (f"new source {copy}: same bytes as {KANPUR} (document "
+                       f"{docs[0]['doc_id']}); both paths recorded")
+    assert [d["sources"] for d in docs] == [[str(KANPUR), str(copy.resolve())]]
+    again = pilar("ingest", str(copy), "--home", str(home), cwd=tmp_path)
+    assert again.stderr.splitlines()[-1].startswith("0 ingested, 0 replaced, 1 unchanged, ")
+
+
+# -- empty and missing stores -----------------------------------------------------------------
+def test_search_on_an_empty_store_answers_at_once_and_fails(tmp_path: Path):
+    assert pilar("migrate", "--home", str(tmp_path), cwd=tmp_path).code == 0
+    message = "error: the store holds no documents: add some with `pilar ingest PATH`"
+    r = pilar("search", "kanpur", "--home", str(tmp_path), cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines()) == (1, [message])
+    j = pilar("search", "kanpur", "--json", "--home", str(tmp_path), cwd=tmp_path)
+    assert (j.code, j.first) == (1, message)
+    assert json.loads(j.stdout) == {"question": "kanpur", "pages": [], "packet": None,
+                                    "error": message.removeprefix("error: ")}
+
+
+@pytest.mark.parametrize("command", [["docs"], ["stats"], ["search", "kanpur"],
+                                     ["delete", "abc"]], ids=lambda c: c[0])
+def test_read_only_commands_do_not_create_a_store(tmp_path: Path, command):
+    home = tmp_path / "nowhere"
+    r = pilar(*command, "--home", str(home), cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines()) == \
+        (1, [f"error: no store at {home} (PILAR_HOME or --home): "
+             "add documents with `pilar ingest PATH`"])
+    assert not home.exists()
+
+
+# -- version and help -----------------------------------------------------------------------
+def test_version(tmp_path: Path):
+    from pilar import __version__
+
+    r = pilar("--version", cwd=tmp_path)
+    assert (r.code, r.stdout.splitlines()) == (0, [f"pilar {__version__}"])
+
+
+def test_search_help_shows_defaults_and_limits(tmp_path: Path):
+    r = pilar("search", "--help", cwd=tmp_path)
+    assert r.code == 0
+    text = " ".join(r.stdout.split())
+    assert "--budget <int> packet token budget, at least 32 [default: PILAR_BUDGET or 4500]" \
+        in text
+    assert "--k <int> pages to rank, at least 1 [default: PILAR_TOP_K or 10]" in text
+    assert "<bool>" not in r.stdout

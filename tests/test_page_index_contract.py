@@ -1,0 +1,133 @@
+"""One PageIndex contract suite, run against every backend (as Haystack's
+shared document-store tests): the embedded SQLite file always, the real
+Elasticsearch node when ELASTICSEARCH_URL is set (./scripts/test starts one).
+Vectors are hand-made unit vectors so the cosines the contract promises can
+be checked exactly; page text is real prose."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from pilar.errors import StoreError
+from pilar.model import Page, Scope
+
+DIM = 8
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(values)] = values
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+TEXTS = {
+    "aaaa:1": "Ratan Planet is the tallest building in Kanpur, completed in 2012.",
+    "aaaa:2": "The buildings of the old city were built from brick and lime.",
+    "bbbb:1": "Sophie Colquhoun is an English actress known for Hollyoaks.",
+    "cccc:1": "The 1998 season of the football league ended with a final in May.",
+}
+
+
+def _page(pid: str) -> Page:
+    doc, _, number = pid.partition(":")
+    return Page(doc, int(number), TEXTS[pid])
+
+
+def _fill(index) -> None:
+    """Three documents in two collections; page vectors chosen so the best
+    vector of each page against ``unit(1)`` has a known cosine."""
+    index.add_pages([_page("aaaa:1"), _page("aaaa:2")],
+                    [np.stack([unit(1, 1), unit(0, 1)]), np.stack([unit(1, 3)])],
+                    [["aaaa:u1", "aaaa:u2"], [None]], collection="kanpur",
+                    sections=[["Kanpur > Buildings"], []])
+    index.add_pages([_page("bbbb:1")], [np.stack([unit(1, 0.2), unit(0, 0, 1)])],
+                    [["bbbb:u1", "bbbb:u2"]], collection="people")
+    index.add_pages([_page("cccc:1")], [np.zeros((0, DIM), dtype=np.float32)], [[]],
+                    collection="people")
+
+
+def test_add_count_and_delete(page_index):
+    _fill(page_index)
+    assert page_index.count() == 4
+    assert page_index.delete_document("aaaa") == 2
+    assert page_index.count() == 2
+    assert page_index.delete_document("aaaa") == 0
+    assert page_index.bm25("tallest building kanpur", 10) == {}
+    assert "aaaa:u1" not in page_index.unit_vectors(["aaaa:u1"])
+
+
+def test_a_page_id_indexed_twice_is_an_error(page_index):
+    _fill(page_index)
+    with pytest.raises((StoreError, sqlite3.IntegrityError)):
+        page_index.add_pages([_page("bbbb:1")], [np.stack([unit(1)])], [[None]])
+
+
+def test_bm25_ranks_matching_pages_with_stemming(page_index):
+    _fill(page_index)
+    got = page_index.bm25("which is the tallest building in Kanpur?", 10)
+    assert list(got)[0] == "aaaa:1"
+    assert "aaaa:2" in got  # "buildings" matches "building": both analysers stem
+    assert "bbbb:1" not in got and "cccc:1" not in got
+    assert all(s > 0 for s in got.values())
+    assert list(got.values()) == sorted(got.values(), reverse=True)
+    assert len(page_index.bm25("building", 1)) == 1
+    assert page_index.bm25("?!", 10) == {}
+    assert page_index.bm25("zzzqqq", 10) == {}
+
+
+def test_bm25_scope_and_given_pages(page_index):
+    _fill(page_index)
+    q = "tallest building Kanpur actress football"
+    assert set(page_index.bm25(q, 10, Scope.of(collections=["people"]))) == {"bbbb:1", "cccc:1"}
+    assert set(page_index.bm25(q, 10, Scope.of(doc_ids=["cccc"]))) == {"cccc:1"}
+    assert page_index.bm25(q, 10, Scope.of(collections=["kanpur"], doc_ids=["bbbb"])) == {}
+    assert page_index.bm25(q, 10, Scope.of(collections=[])) == {}
+    given = page_index.bm25_for(q, ["bbbb:1", "aaaa:2", "zzzz:9"])
+    assert set(given) == {"bbbb:1", "aaaa:2"}
+    full = page_index.bm25(q, 10)
+    assert given["bbbb:1"] == pytest.approx(full["bbbb:1"], rel=1e-5)
+
+
+def test_dense_top_scores_a_page_by_its_best_vector(page_index):
+    _fill(page_index)
+    q = unit(1)
+    got = page_index.dense_top(q, 10)
+    expected = {"bbbb:1": float(unit(1, 0.2) @ q), "aaaa:1": float(unit(1, 1) @ q),
+                "aaaa:2": float(unit(1, 3) @ q)}
+    assert list(got) == ["bbbb:1", "aaaa:1", "aaaa:2"]  # cccc:1 has no vector
+    for pid, cos in expected.items():
+        assert got[pid] == pytest.approx(cos, abs=1e-5)
+    assert list(page_index.dense_top(q, 1)) == ["bbbb:1"]
+    assert list(page_index.dense_top(q, 10, Scope.of(collections=["kanpur"]))) == ["aaaa:1",
+                                                                                   "aaaa:2"]
+    assert list(page_index.dense_top(unit(0, 1), 10, Scope.of(doc_ids=["aaaa"])))[0] == "aaaa:1"
+    assert page_index.dense_top(q, 10, Scope.of(collections=["nowhere"])) == {}
+
+
+def test_dense_for_given_pages(page_index):
+    _fill(page_index)
+    q = unit(0, 0, 1)
+    got = page_index.dense_for(q, ["cccc:1", "bbbb:1", "zzzz:1", "aaaa:1"])
+    assert list(got) == ["cccc:1", "bbbb:1", "zzzz:1", "aaaa:1"]
+    assert got["bbbb:1"] == pytest.approx(1.0, abs=1e-5)
+    assert got["cccc:1"] == 0.0 and got["zzzz:1"] == 0.0
+    assert got["aaaa:1"] == pytest.approx(0.0, abs=1e-5)
+    assert page_index.dense_for(q, []) == {}
+
+
+def test_unit_vectors_round_trip(page_index):
+    _fill(page_index)
+    got = page_index.unit_vectors(["aaaa:u2", "bbbb:u1", "nope:u1"])
+    assert set(got) == {"aaaa:u2", "bbbb:u1"}
+    assert got["aaaa:u2"].dtype == np.float32 and got["aaaa:u2"].shape == (DIM,)
+    np.testing.assert_allclose(got["bbbb:u1"], unit(1, 0.2), atol=1e-6)
+
+
+def test_migrate_is_idempotent(page_index):
+    assert page_index.migrate() == []
+    _fill(page_index)
+    assert page_index.migrate() == []
+    assert page_index.count() == 4
