@@ -87,10 +87,11 @@ def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter,
     items = []
     for n, i in enumerate(sorted(chosen)):
         text, cost = chosen[i]
+        body = 0
         if n == 0:
-            text, cost = f"{header}\n{text}", cost + header_cost
+            text, cost, body = f"{header}\n{text}", cost + header_cost, len(header) + 1
         items.append(PacketItem(text=text, citation=cite(page, lines[i]), tokens=cost,
-                                page_id=page.page_id))
+                                page_id=page.page_id, body_start=body))
     return items
 
 
@@ -201,17 +202,20 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
                                     else -1, m[0].unit.unit_id))
         page = pages.get(key[0])
         for n, (s, cost) in enumerate(members):
-            text = _line(s.unit)
+            text, body = _line(s.unit), 0
             if n == 0:
                 text = f"{header_text[key][0]}\n{text}"
                 cost += header_text[key][1]
+                body = len(header_text[key][0]) + 1
             if not items:
                 text = f"{title}\n{text}"
                 cost += title_cost
+                body += len(title) + 1
             citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else Citation(
                 doc_id=s.unit.doc_id, source="", page=s.unit.page, section_path=s.unit.context,
                 support_id=s.unit.support_id, table_index=s.unit.table_index)
-            items.append(PacketItem(text=text, citation=citation, tokens=cost, page_id=key[0]))
+            items.append(PacketItem(text=text, citation=citation, tokens=cost, page_id=key[0],
+                                    body_start=body))
     return items
 
 
