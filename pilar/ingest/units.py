@@ -127,7 +127,7 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     A unit's ``cells`` are the row's distinct non-empty cells (a colspan cell
     counts once; a rowspan cell repeats in every row it covers; line breaks
     kept as ``"\\n"``), ``headers`` the header path of each (``" > "``
-    joined; for a key-value row the key), ``context`` its completed context
+    joined; empty for a key-value row, whose key is its first cell), ``context`` its completed context
     (page title, ``grid.section_path``, caption/title, group label). The
     provenance carries ``table_index``, ``row`` (``col`` is ``None``), the
     cells' ids, the row's CSS path (HTML) and the union of the cells' bboxes
@@ -147,7 +147,7 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
             values = spans[1:]
             value = " / ".join(render_cell(cell.text) for cell, _, _ in values)
             pairs = [f"{key}: {value}" if value else key]
-            headers = tuple([" > ".join(grid.header_paths[spans[0][1]])] + [key] * len(values))
+            headers = ()  # the key is the row's first cell: no column header applies
             text = pairs[0]
         else:
             pairs = []
@@ -205,7 +205,9 @@ def row_spans(row: Sequence[GridCell]) -> list[tuple[GridCell, int, int]]:
 
 def _span_path(paths: Sequence[tuple[str, ...]], c0: int, c1: int) -> tuple[str, ...]:
     """Header path of a cell spanning columns c0..c1: the shared path, else
-    the common prefix, else the distinct column labels joined by ``" / "``."""
+    the common prefix followed by the distinct sub-headers it covers joined
+    by ``" / "`` (``("Memory", "Size / Type")``; at most three, else the
+    prefix alone)."""
     first = paths[c0] if c0 < len(paths) else ()
     if c0 == c1:
         return first
@@ -220,10 +222,11 @@ def _span_path(paths: Sequence[tuple[str, ...]], c0: int, c1: int) -> tuple[str,
             prefix.append(level[0])
         else:
             break
-    if prefix:
-        return tuple(prefix)
-    labels = _dedupe(p[-1] for p in (first, *others) if p)
-    return (" / ".join(labels),) if 0 < len(labels) <= 3 else ()
+    k = len(prefix)
+    labels = _dedupe(" > ".join(p[k:]) for p in (first, *others) if len(p) > k)
+    if 0 < len(labels) <= 3:
+        return (*prefix, " / ".join(labels))
+    return tuple(prefix)
 
 
 def _row_css_path(cells: Sequence[GridCell], r: int, table_path: str | None) -> str | None:
