@@ -192,9 +192,17 @@ def _cover(a: pymupdf.Rect, b: pymupdf.Rect) -> float:
     return inter.get_area() / a.get_area() if a.get_area() > 0 and not inter.is_empty else 0.0
 
 
+def horizontal_rules(drawings: list[dict]) -> list[Box]:
+    """The page's thin horizontal rules (boxes, points), as
+    :func:`find_tables` wants them to tell drawn row boundaries from
+    wrapped text."""
+    return _rules(drawings)[0][:10000]
+
+
 def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
                 cands: list[Candidate], warnings: list[str],
-                drawings: list[dict] | None = None) -> list[PageTable]:
+                drawings: list[dict] | None = None,
+                hrules: list[Box] | None = None) -> list[PageTable]:
     """Run PyMuPDF's finder on the candidate regions and read the cells.
 
     All ruled candidates of a page share one finder call clipped to their
@@ -202,7 +210,10 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     does not matter); other candidates get one call each. ``words`` are
     ``page.get_text("words")`` tuples; ``drawings`` (``get_drawings()`` of
     the page in its own frame, optional) spare the finder extracting them
-    again. A finder failure appends a warning and skips the region.
+    again; ``hrules`` (:func:`horizontal_rules`) are the drawn row
+    boundaries: rows the finder cut where no rule runs are joined again when
+    they are one wrapped cell (:func:`_wrapped_rows`). A finder failure
+    appends a warning and skips the region.
     Tables with fewer than two columns, or two rows unless ruled, are
     discarded (rows and columns without text are dropped first).
     """
@@ -233,7 +244,7 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
             warnings.append(f"page {page.number + 1}: table finder failed ({type(exc).__name__})")
             continue
         for tab in (finder.tables if finder else ()):
-            table = _read(tab.cells, lines, words, strategy)
+            table = _read(tab.cells, lines, words, strategy, hrules=hrules or [])
             if table and not any(_cover(pymupdf.Rect(table.bbox), pymupdf.Rect(t.bbox)) > 0.5
                                  for t in out):
                 out.append(table)
@@ -258,9 +269,11 @@ def _index(axis: list[float], v: float) -> int:
 
 
 def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
-          hard_breaks: bool = True) -> PageTable | None:
+          hard_breaks: bool = True, hrules: list[Box] | None = None) -> PageTable | None:
     """Cells (bbox tuples from the finder) -> :class:`PageTable`; without
-    ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces."""
+    ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces.
+    With ``hrules`` (the page's horizontal rules), rows that are the wrapped
+    lines of one row are joined first (:func:`_wrapped_rows`)."""
     boxes = [tuple(c) for c in cells if c]
     if len(boxes) < 2:
         return None
@@ -297,6 +310,10 @@ def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
     texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
              for key, val in placed.items()}
+    if hrules is not None:
+        joined = _wrapped_rows(placed, texts, by_cell, ys, hrules)
+        if joined:
+            return _read(_join_rows(placed, ys, joined), lines, words, strategy, hard_breaks)
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     cover_r = [False] * n_rows
     cover_c = [False] * n_cols
@@ -321,6 +338,98 @@ def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
             break
     return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
                      [xs[c] for c in keep_c])
+
+
+def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
+                  hrules: list[Box]) -> set[int]:
+    """Inner row boundaries ``k`` (between rows ``k - 1`` and ``k``) that cut
+    one wrapped row in two: no drawn rule runs along the boundary, the
+    cells on both sides have the same column extents, and either both rows
+    are header rows (every non-empty cell bold: ``"No."`` over ``"of"``
+    over ``"Cases"``) or one of them is a stray line of a wrapped cell (at
+    most one cell in four filled, each beside a filled cell of the row it
+    joins, whose text lies closer to it than to the row on its other side,
+    within a line's height)."""
+    above: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
+    below: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
+    rows: dict[int, list[tuple[int, int]]] = {}
+    n_cols = 0
+    for (r0, c0), (rs, cs, _) in placed.items():
+        above.setdefault(r0 + rs, {})[(c0, cs)] = (r0, c0)
+        below.setdefault(r0, {})[(c0, cs)] = (r0, c0)
+        for r in range(r0, r0 + rs):
+            rows.setdefault(r, []).append((r0, c0))
+        n_cols = max(n_cols, c0 + cs)
+
+    def ruled(k: int) -> bool:  # a rule along the boundary under any of its cells
+        y = ys[k]
+        spans = [(placed[key][2][0], placed[key][2][2]) for key in below[k].values()]
+        return any(abs((h[1] + h[3]) / 2 - y) <= 2.5 and any(
+            min(h[2], x1) - max(h[0], x0) >= 6 for x0, x1 in spans) for h in hrules)
+
+    def filled(r: int) -> list[tuple[int, int]]:
+        return [key for key in rows.get(r, ()) if key[0] == r and texts[key][0]]
+
+    def header(r: int) -> bool:
+        cells = filled(r)
+        return bool(cells) and all(texts[key][1] for key in cells)
+
+    def extent(key: tuple[int, int], top: bool) -> float:
+        ws = by_cell.get(key, [])
+        return min(w[1] for w in ws) if top else max(w[3] for w in ws)
+
+    def stray(r: int, other: int, far: int | None) -> bool:
+        cells = filled(r)
+        if not cells or n_cols < 3 or 4 * len(cells) > n_cols:
+            return False
+        for key in cells:
+            col = key[1]
+            mate = next((m for m in filled(other) if m[1] == col), None)
+            if mate is None:
+                return False
+            height = extent(key, False) - extent(key, True)
+            gap = (extent(key, True) - extent(mate, False) if other < r
+                   else extent(mate, True) - extent(key, False))
+            if gap > height:
+                return False
+            if far is not None:
+                rival = next((m for m in filled(far) if m[1] == col), None)
+                if rival is not None:
+                    far_gap = (extent(rival, True) - extent(key, False) if far > r
+                               else extent(key, True) - extent(rival, False))
+                    if far_gap <= gap:
+                        return False
+        return True
+
+    joined: set[int] = set()
+    last = len(ys) - 2
+    for k in range(1, len(ys) - 1):
+        if k not in above or k not in below or set(above[k]) != set(below[k]) or ruled(k):
+            continue
+        if header(k - 1) and header(k) or \
+                stray(k, k - 1, k + 1 if k < last else None) or \
+                stray(k - 1, k, k - 2 if k > 1 else None):
+            joined.add(k)
+    return joined
+
+
+def _join_rows(placed: dict, ys: list[float], joined: set[int]) -> list[Box]:
+    """The cell boxes with the rows on both sides of each boundary in
+    ``joined`` merged (cells of equal column extent become one box)."""
+    boxes: dict[tuple[int, int], list[float]] = {}
+    order = sorted(placed.items())
+    owner: dict[tuple[int, int, int], tuple[int, int]] = {}  # (end row, c0, cs) -> key
+    for (r0, c0), (rs, cs, b) in order:
+        key = owner.pop((r0, c0, cs), None) if r0 in joined else None
+        if key is not None:
+            box = boxes[key]
+            box[1], box[3] = min(box[1], b[1]), max(box[3], b[3])
+            box[0], box[2] = min(box[0], b[0]), max(box[2], b[2])
+        else:
+            key = (r0, c0)
+            boxes[key] = list(b)
+        owner[(r0 + rs, c0, cs)] = key
+    return [tuple(b) for b in boxes.values()]
 
 
 def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]

@@ -276,12 +276,22 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
     header_rows = range(h0, r)
     for i in header_rows:
         kinds[i] = "header"
-    # A header cell that runs down into the body is a row label of the rows
-    # it covers, not a column header: no column's path names it.
+    # A header cell that runs down over two or more body rows is a row label
+    # of the rows it covers, not a column header: no column's path names it.
     labels = {id(cells[i][c]) for i in header_rows for c in range(width)
-              if r < n and cells[r][c] is cells[i][c]}
+              if r + 1 < n and cells[r + 1][c] is cells[i][c]}
     header_paths = [_header_path(cells, header_rows, c, labels) for c in range(width)]
-    header_texts = [tuple(cell.text for cell in distinct[i]) for i in header_rows]
+    header_texts = {tuple(_key(cell.text) for cell in distinct[i]) for i in header_rows}
+    last_labels = [_key(path[-1]) if path else "" for path in header_paths]
+
+    def repeats_header(i: int) -> bool:
+        # the row repeats a header row, or most of its cells (two or more)
+        # repeat their own column's header label
+        if tuple(_key(cell.text) for cell in distinct[i]) in header_texts:
+            return True
+        filled = [(c, cell) for c, cell in enumerate(cells[i]) if cell.text]
+        same = sum(1 for c, cell in filled if last_labels[c] and _key(cell.text) == last_labels[c])
+        return same >= 2 and 2 * same > len(filled)
     # Body: group rows label the rows below them; th+td rows are key-value.
     kv_ok = infobox or not header_rows
     group: str | None = None
@@ -294,9 +304,9 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
                 kinds[i] = "group"
                 group = row[0].text.replace("\n", " ")
                 continue
-        elif all_header(i) and len(row) > 1:
-            if tuple(cell.text for cell in row) in header_texts:
-                kinds[i] = "header"  # a repeated header row
+        elif all_header(i) and len(row) > 1 or repeats_header(i):
+            if repeats_header(i):
+                kinds[i] = "header"  # a repeated header row (e.g. below a section title)
                 continue
             if len(set(texts)) == 1 and i < n - 1 and not infobox:
                 kinds[i] = "group"
@@ -340,6 +350,11 @@ def _distinct(row: list[GridCell]) -> list[GridCell]:
             out.append(cell)
             last = cell
     return out
+
+
+def _key(text: str) -> str:
+    """Text compared loosely: lower case, letters and digits only."""
+    return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
 def _spans_down(cells: list[list[GridCell]], r: int, c: int) -> bool:

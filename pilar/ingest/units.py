@@ -127,7 +127,7 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     A unit's ``cells`` are the row's distinct non-empty cells (a colspan cell
     counts once; a rowspan cell repeats in every row it covers; line breaks
     kept as ``"\\n"``), ``headers`` the header path of each (``" > "``
-    joined; empty for a key-value row, whose key is its first cell), ``context`` its completed context
+    joined; for a key-value row the key), ``context`` its completed context
     (page title, ``grid.section_path``, caption/title, group label). The
     provenance carries ``table_index``, ``row`` (``col`` is ``None``), the
     cells' ids, the row's CSS path (HTML) and the union of the cells' bboxes
@@ -147,13 +147,15 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
             values = spans[1:]
             value = " / ".join(render_cell(cell.text) for cell, _, _ in values)
             pairs = [f"{key}: {value}" if value else key]
-            headers = ()  # the key is the row's first cell: no column header applies
+            headers = tuple([" > ".join(grid.header_paths[spans[0][1]])] + [key] * len(values))
             text = pairs[0]
         else:
             pairs = []
             header_list = []
             for cell, c0, c1 in spans:
                 path = " > ".join(_span_path(grid.header_paths, c0, c1))
+                if grid.row_kinds[cell.origin[0]] == "header":
+                    path = ""  # a header cell reaching into the row labels it: no "X: X"
                 header_list.append(path)
                 value = render_cell(cell.text)
                 pairs.append(f"{path}: {value}" if path else value)
