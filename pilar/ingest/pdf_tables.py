@@ -311,9 +311,12 @@ def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
     texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
              for key, val in placed.items()}
     if hrules is not None:
-        joined = _wrapped_rows(placed, texts, by_cell, ys, hrules)
-        if joined:
-            return _read(_join_rows(placed, ys, joined), lines, words, strategy, hard_breaks)
+        spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
+            else set()
+        joined = _wrapped_rows(placed, texts, by_cell, ys, hrules, spread)
+        if joined or spread:
+            return _read(_join_rows(placed, ys, joined, spread), lines, words, strategy,
+                         hard_breaks)
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     cover_r = [False] * n_rows
     cover_c = [False] * n_cols
@@ -341,82 +344,119 @@ def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
 
 
 def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
-                  hrules: list[Box]) -> set[int]:
+                  hrules: list[Box], spread: set[int] = frozenset()) -> set[int]:
     """Inner row boundaries ``k`` (between rows ``k - 1`` and ``k``) that cut
-    one wrapped row in two: no drawn rule runs along the boundary, the
-    cells on both sides have the same column extents, and either both rows
-    are header rows (every non-empty cell bold: ``"No."`` over ``"of"``
-    over ``"Cases"``) or one of them is a stray line of a wrapped cell (at
-    most one cell in four filled, each beside a filled cell of the row it
-    joins, whose text lies closer to it than to the row on its other side,
-    within a line's height)."""
-    above: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
-    below: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
-    rows: dict[int, list[tuple[int, int]]] = {}
+    one wrapped row in two. Two neighbouring rows with text (rows without
+    text between them are passed over) are one row when no drawn rule runs
+    between them, their cells have the same column extents, their text is
+    closer than the table's row pitch (the median gap between two full
+    rows; without one, within a line's height), and either both are header
+    rows (every non-empty cell bold: ``"No."`` over ``"of"`` over
+    ``"Cases"``) or one is the stray line of a wrapped cell (at most one
+    cell in four filled, each under or over a filled cell of the other).
+    Rows in ``spread`` (titles inside the table) are never joined."""
+    above: dict[int, set[tuple[int, int]]] = {}
+    below: dict[int, set[tuple[int, int]]] = {}
+    starts: dict[int, list[tuple[int, int]]] = {}
     n_cols = 0
     for (r0, c0), (rs, cs, _) in placed.items():
-        above.setdefault(r0 + rs, {})[(c0, cs)] = (r0, c0)
-        below.setdefault(r0, {})[(c0, cs)] = (r0, c0)
-        for r in range(r0, r0 + rs):
-            rows.setdefault(r, []).append((r0, c0))
+        above.setdefault(r0 + rs, set()).add((c0, cs))
+        below.setdefault(r0, set()).add((c0, cs))
+        if texts[(r0, c0)][0]:
+            starts.setdefault(r0, []).append((r0, c0))
         n_cols = max(n_cols, c0 + cs)
+    if n_cols < 2:
+        return set()
 
     def ruled(k: int) -> bool:  # a rule along the boundary under any of its cells
         y = ys[k]
-        spans = [(placed[key][2][0], placed[key][2][2]) for key in below[k].values()]
+        spans = [(placed[key][2][0], placed[key][2][2]) for key in starts.get(k, ())] or [
+            (placed[key][2][0], placed[key][2][2]) for key in placed if key[0] == k]
         return any(abs((h[1] + h[3]) / 2 - y) <= 2.5 and any(
             min(h[2], x1) - max(h[0], x0) >= 6 for x0, x1 in spans) for h in hrules)
 
-    def filled(r: int) -> list[tuple[int, int]]:
-        return [key for key in rows.get(r, ()) if key[0] == r and texts[key][0]]
-
     def header(r: int) -> bool:
-        cells = filled(r)
-        return bool(cells) and all(texts[key][1] for key in cells)
+        return all(texts[key][1] for key in starts[r])
 
-    def extent(key: tuple[int, int], top: bool) -> float:
-        ws = by_cell.get(key, [])
-        return min(w[1] for w in ws) if top else max(w[3] for w in ws)
+    def sparse(r: int) -> bool:
+        return n_cols >= 3 and 4 * len(starts[r]) <= n_cols
 
-    def stray(r: int, other: int, far: int | None) -> bool:
-        cells = filled(r)
-        if not cells or n_cols < 3 or 4 * len(cells) > n_cols:
-            return False
-        for key in cells:
-            col = key[1]
-            mate = next((m for m in filled(other) if m[1] == col), None)
-            if mate is None:
-                return False
-            height = extent(key, False) - extent(key, True)
-            gap = (extent(key, True) - extent(mate, False) if other < r
-                   else extent(mate, True) - extent(key, False))
-            if gap > height:
-                return False
-            if far is not None:
-                rival = next((m for m in filled(far) if m[1] == col), None)
-                if rival is not None:
-                    far_gap = (extent(rival, True) - extent(key, False) if far > r
-                               else extent(key, True) - extent(rival, False))
-                    if far_gap <= gap:
-                        return False
-        return True
+    def gap(a: int, b: int) -> tuple[float, float] | None:
+        """Smallest gap between the text of a's and b's cells in one column,
+        and the line height there; None when they share no column."""
+        cols_b = {key[1]: key for key in starts[b]}
+        best = None
+        for key in starts[a]:
+            mate = cols_b.get(key[1])
+            if mate is None or not by_cell.get(key) or not by_cell.get(mate):
+                continue
+            g = min(w[1] for w in by_cell[mate]) - max(w[3] for w in by_cell[key])
+            h = min(w[3] - w[1] for w in by_cell[key] + by_cell[mate])
+            if best is None or g < best[0]:
+                best = (g, h)
+        return best
 
+    def mates(r: int, other: int) -> bool:
+        cols = {key[1] for key in starts[other]}
+        return all(key[1] in cols for key in starts[r])
+
+    text_rows = sorted(starts)
+    pairs = list(zip(text_rows, text_rows[1:]))
+    full = sorted(g[0] for a, b in pairs if not sparse(a) and not sparse(b)
+                  and not (header(a) and header(b)) and (g := gap(a, b)) is not None)
+    pitch = full[len(full) // 2] if len(full) >= 2 else None
     joined: set[int] = set()
-    last = len(ys) - 2
-    for k in range(1, len(ys) - 1):
-        if k not in above or k not in below or set(above[k]) != set(below[k]) or ruled(k):
+    for a, b in pairs:
+        if a in spread or b in spread:
             continue
-        if header(k - 1) and header(k) or \
-                stray(k, k - 1, k + 1 if k < last else None) or \
-                stray(k - 1, k, k - 2 if k > 1 else None):
-            joined.add(k)
+        cuts = range(a + 1, b + 1)
+        if any(above.get(k) != below.get(k) or k not in below or ruled(k) for k in cuts):
+            continue
+        g = gap(a, b)
+        if g is None or not (g[0] < pitch - 0.75 if pitch is not None else g[0] <= g[1]):
+            continue
+        if header(a) and header(b) or sparse(b) and mates(b, a) or sparse(a) and mates(a, b):
+            joined.update(cuts)
     return joined
 
 
-def _join_rows(placed: dict, ys: list[float], joined: set[int]) -> list[Box]:
+def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[float],
+                 xs: list[float]) -> set[int]:
+    """Rows of a text-aligned table that hold one text line of two or more
+    words running across column boundaries and nothing else: a title inside the table (``"Outbreaks
+    reported late"``), cut into columns by the finder."""
+    inner = xs[1:-1]
+    out: set[int] = set()
+    by_row: dict[int, list[tuple]] = {}
+    for (r0, c0), (rs, _, _) in placed.items():
+        if rs == 1:
+            by_row.setdefault(r0, []).extend(by_cell.get((r0, c0), []))
+    for r, ws in by_row.items():
+        if not ws:
+            continue
+        mid = [ln for ln in table_lines if ys[r] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= ys[r + 1]]
+        if len(mid) != 1:
+            continue
+        ln = mid[0]
+        if " " in ln.text.strip() and any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner) and all(
+                ln.bbox[0] - 1 <= (w[0] + w[2]) / 2 <= ln.bbox[2] + 1 for w in ws):
+            out.add(r)
+    return out
+
+
+def _join_rows(placed: dict, ys: list[float], joined: set[int],
+               spread: set[int] = frozenset()) -> list[Box]:
     """The cell boxes with the rows on both sides of each boundary in
-    ``joined`` merged (cells of equal column extent become one box)."""
+    ``joined`` merged (cells of equal column extent become one box), and
+    each row in ``spread`` made one cell across the table."""
     boxes: dict[tuple[int, int], list[float]] = {}
+    rows: dict[int, list[float]] = {}
+    for (r0, _), (rs, _, b) in placed.items():
+        if r0 in spread and rs == 1:
+            box = rows.setdefault(r0, list(b))
+            box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
+            box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
+    placed = {key: val for key, val in placed.items() if key[0] not in rows or val[0] != 1}
     order = sorted(placed.items())
     owner: dict[tuple[int, int, int], tuple[int, int]] = {}  # (end row, c0, cs) -> key
     for (r0, c0), (rs, cs, b) in order:
@@ -429,7 +469,7 @@ def _join_rows(placed: dict, ys: list[float], joined: set[int]) -> list[Box]:
             key = (r0, c0)
             boxes[key] = list(b)
         owner[(r0 + rs, c0, cs)] = key
-    return [tuple(b) for b in boxes.values()]
+    return [tuple(b) for b in boxes.values()] + [tuple(b) for b in rows.values()]
 
 
 def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]

@@ -29,6 +29,9 @@ from pilar.packing.tokens import TokenCounter
 MAX_EXCERPT_LINES = 64
 """Candidate lines considered per page excerpt (best BM25 first)."""
 
+TableKey = tuple[str, int, int]
+"""A table of a page: (doc_id, page number, table index)."""
+
 
 @dataclass(slots=True)
 class PageEvidence:
@@ -57,36 +60,56 @@ def page_header(page: RankedPage) -> str:
     return f"## {page.title or page.source} (page {page.number})"
 
 
-def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter,
-                 limit: int) -> list[PacketItem]:
+def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter, limit: int,
+                 tables: dict[TableKey, list[Unit]] | None = None,
+                 skip: frozenset[TableKey] | set[TableKey] = frozenset()) -> list[PacketItem]:
     """The lines of ``ev.page`` that best match ``question`` (BM25 over its
     supports), printed in document order under the page header, within
-    ``limit`` tokens. A first line too long for the limit is truncated."""
+    ``limit`` tokens. A table row comes under its table's header row (from
+    the row units in ``tables``), printed once above the first row taken
+    from that table and paid for like a line (Tessera §3.3: a cell without
+    its headers is not evidence); rows of the tables in ``skip`` (the unit
+    block carries them) are left out. A first line too long for the limit
+    is truncated."""
     page = ev.page
-    lines = [s for s in ev.supports if s.text.strip() and s.kind not in ("table", "heading")]
+    lines = [s for s in ev.supports if s.text.strip() and s.kind not in ("table", "heading")
+             and _support_table(s, page) not in skip]
     header = page_header(page)
     header_cost = counter.count_one(header) + 1
     if not lines or limit <= header_cost + 8:
         return []
+    heads = {key: head for key in {_support_table(s, page) for s in lines} - {None}
+             if (head := _table_header(tables.get(key, ()) if tables else ()))}
+    head_cost = dict(zip(heads, counter.count_many(list(heads.values()))))
     scores = bm25_scores(tokens(question), [tokens(s.text) for s in lines])
     order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))[:MAX_EXCERPT_LINES]
     costs = dict(zip(order, counter.count_many([lines[i].text for i in order])))
     chosen: dict[int, tuple[str, int]] = {}
+    headed: set[TableKey] = set()
     spent = header_cost
     for i in order:
-        cost = costs[i] + 1
+        key = _support_table(lines[i], page)
+        extra = head_cost[key] + 1 if key in heads and key not in headed else 0
+        cost = costs[i] + 1 + extra
         if spent + cost <= limit:
             chosen[i] = (lines[i].text, costs[i])
             spent += cost
-        elif not chosen and limit - spent > 16:
+            if extra:
+                headed.add(key)
+        elif not chosen and not extra and limit - spent > 16:
             text = counter.truncate(lines[i].text, limit - spent - 1)
             chosen[i] = (text, counter.count(text))
             spent = limit
         if limit - spent < 8:
             break
     items = []
+    printed: set[TableKey] = set()
     for n, i in enumerate(sorted(chosen)):
         text, cost = chosen[i]
+        key = _support_table(lines[i], page)
+        if key in headed and key not in printed:
+            printed.add(key)
+            text, cost = f"{heads[key]}\n{text}", cost + head_cost[key] + 1
         if n == 0:
             text, cost = f"{header}\n{text}", cost + header_cost
         items.append(PacketItem(text=text, citation=cite(page, lines[i]), tokens=cost,
@@ -94,8 +117,32 @@ def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter,
     return items
 
 
-TableKey = tuple[str, int, int]
-"""A table of a page: (doc_id, page number, table index)."""
+def _support_table(s: Support, page: RankedPage) -> TableKey | None:
+    """The table a row support belongs to (the key of :func:`tables_of`)."""
+    t = s.provenance.table_index if s.kind == "row" and s.provenance else None
+    return (page.doc_id, page.number, t) if t is not None else None
+
+
+def _table_header(rows: Iterable[Unit]) -> str:
+    """A table's header row as packed above its rows (``"Year | Title"``),
+    from its first row unit with column headers; "" when it has none
+    (key-value tables, such as infoboxes, carry their keys in the rows)."""
+    for u in rows:
+        if headers := _shown_headers(u):
+            return " | ".join(headers)
+    return ""
+
+
+def _shown_headers(u: Unit) -> tuple[str, ...]:
+    """The header paths printed above a row unit: none for a key-value row
+    (its key is its first cell) or a row without any header; never an empty
+    one (a column without a header shows its position as ``"-"``)."""
+    if u.kind != "row" or not any(u.headers):
+        return ()
+    if u.cells and not u.headers[0] and all(
+            h == u.cells[0].replace("\n", " / ").rstrip(" :") for h in u.headers[1:]):
+        return ()  # key-value row: ("", key, key...)
+    return tuple(h or "-" for h in u.headers)
 
 
 def table_key(u: Unit) -> TableKey | None:
@@ -166,8 +213,8 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
     title_cost = counter.count_one(title) + 1
     spent = title_cost
     line_cost = counter.count_many([_line(s.unit) for s in selected])
-    keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context,
-             s.unit.headers if s.unit.kind == "row" else ()) for s in selected]
+    keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context, _shown_headers(s.unit))
+            for s in selected]
     heads = {}
     for key, s in zip(keys, selected):
         if key not in heads:
@@ -218,8 +265,8 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
 def _group_header(u: Unit, page: RankedPage | None) -> str:
     where = f" [{page.title or page.source}, page {page.number}]" if page else ""
     head = f"### {' > '.join(u.context) or 'page'}{where}"
-    if u.kind == "row" and u.headers:
-        head += "\n" + " | ".join(u.headers)
+    if headers := _shown_headers(u):
+        head += "\n" + " | ".join(headers)
     return head
 
 
@@ -242,7 +289,9 @@ def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEv
     rows (see :func:`block_order`). The base share is cut into items of about
     ``item_tokens``; the lowest-ranked items worth ``block_tokens`` (default:
     one item) are replaced by the unit block, which also takes what the page
-    excerpts leave unused; ``whole_table_share`` and ``neighbours`` shape its
+    excerpts leave unused. A table is carried once: tables of the block are
+    left out of the page excerpts (whose rows come under their header row
+    otherwise, :func:`page_excerpt`); ``whole_table_share`` and ``neighbours`` shape its
     order (:func:`block_order`). ``use_units=False`` gives page items only.
     """
     expanded = [p for p in ranked if p.trace.get("expanded")][:max_expanded]
@@ -255,23 +304,56 @@ def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEv
         n_block = min(n_items, max(1, math.ceil((block_tokens or per_item) / per_item - 1e-9)))
 
     support_by_id = {s.support_id: s for ev in evidence.values() for s in ev.supports}
+    tables = tables or {}
+    pages = {p.page_id: p for p in ranked}
+    excerpt_pages = base[: n_items - n_block]
+
+    def excerpts(skip: set[TableKey], limits: dict[str, int] | None = None
+                 ) -> list[PacketItem]:
+        return [item for page in excerpt_pages for item in page_excerpt(
+            question, evidence[page.page_id], counter,
+            per_item if limits is None else limits.get(page.page_id, 0), tables, skip)]
+
+    def block_for(limit: int) -> list[PacketItem]:
+        order = block_order(selected, tables, counter, limit, whole_table_share, neighbours)
+        return unit_block(order, pages, support_by_id, counter, limit)
+
     items: list[PacketItem] = []
-    for page in base[: n_items - n_block]:
-        items += page_excerpt(question, evidence[page.page_id], counter, per_item)
     if n_block:
-        pages = {p.page_id: p for p in ranked}
-        limit = base_budget - sum(it.tokens + 1 for it in items)  # equal cost, plus what items left
-        order = block_order(selected, tables or {}, counter, limit, whole_table_share, neighbours)
-        block = unit_block(order, pages, support_by_id, counter, limit)
+        # The packet never carries a table twice: the block's tables are left
+        # out of the page excerpts, and the block gets what that saves.
+        block = block_for(base_budget - per_item * len(excerpt_pages))
+        items = excerpts(_tables_in(block))
+        limit = base_budget - sum(it.tokens + 1 for it in items)
+        block = block_for(limit)
+        carried = _tables_in(block)
+        if carried & _tables_in(items):  # the larger block took a table an excerpt has
+            spent: dict[str, int] = {}
+            for it in items:
+                spent[it.page_id] = spent.get(it.page_id, 0) + it.tokens + 1
+            items = excerpts(carried, spent)  # each page within what it spent before
+        items += block
         if not block and base:  # units too big for the block: the next page's excerpt
             page = base[min(n_items - n_block, len(base) - 1)]
-            block = page_excerpt(question, evidence[page.page_id], counter, limit)
-        items += block
+            items += page_excerpt(question, evidence[page.page_id], counter, limit, tables)
+    else:
+        carried = set()
+        items = excerpts(carried)
     if expanded:
         share = (budget - base_budget) // len(expanded)
         for p in expanded:
-            items += page_excerpt(question, evidence[p.page_id], counter, share)
+            items += page_excerpt(question, evidence[p.page_id], counter, share, tables,
+                                  carried)
     return fit(items, counter, budget)
+
+
+def _item_table(item: PacketItem) -> TableKey | None:
+    c = item.citation
+    return (c.doc_id, c.page, c.table_index) if c.table_index is not None else None
+
+
+def _tables_in(items: list[PacketItem]) -> set[TableKey]:
+    return {key for item in items if (key := _item_table(item)) is not None}
 
 
 def fit(items: list[PacketItem], counter: TokenCounter, budget: int) -> Packet:
