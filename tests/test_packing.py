@@ -11,7 +11,7 @@ import pytest
 from pilar import Pilar
 from pilar.config import Settings
 from pilar.model import Unit
-from pilar.packing.packet import block_order, tables_of
+from pilar.packing.packet import block_order, tables_of, unit_block
 from pilar.packing.selection import ScoredUnit, UnitSelector
 from tests.conftest import FIXTURES
 
@@ -204,3 +204,64 @@ def test_units_too_big_for_a_small_block_are_truncated_not_dropped(oversized: Pi
     packet = oversized.search("word word", budget=budget).packet
     assert packet.items and "word word" in packet.text
     assert oversized.tokens.count(packet.text) == packet.tokens <= budget
+
+
+def _sections(items) -> list[tuple[str, list]]:
+    """Packet items split into its sections: ("excerpt" | "block", items)."""
+    out: list[tuple[str, list]] = []
+    for item in items:
+        if item.text.startswith("## Evidence units"):
+            out.append(("block", []))
+        elif item.text.startswith("## "):
+            out.append(("excerpt", []))
+        out[-1][1].append(item)
+    return out
+
+
+def test_excerpt_rows_keep_their_header_and_no_table_is_carried_twice(store: Pilar):
+    questions = [line.split("\t")[1] for line in
+                 (CORPUS / "questions.tsv").read_text(encoding="utf-8").splitlines()[1:25]]
+    headed = 0
+    for q in questions:
+        for budget in (3072, 4500):
+            packet = store.search(q, budget=budget).packet
+            excerpt_tables, block_tables = set(), set()
+            for kind, items in _sections(packet.items):
+                seen = block_tables if kind == "block" else excerpt_tables
+                for item in items:
+                    c = item.citation
+                    if c.table_index is not None:
+                        seen.add((c.doc_id, c.page, c.table_index))
+                if kind != "excerpt":
+                    continue
+                text = "\n".join(item.text for item in items)
+                for item in items:
+                    c = item.citation
+                    if c.table_index is None or c.row is None:
+                        continue
+                    rows = store.graph.units_on_pages([f"{c.doc_id}:{c.page}"])
+                    header = next((" | ".join(u.headers) for u in rows[f"{c.doc_id}:{c.page}"]
+                                   if u.table_index == c.table_index and u.kind == "row"
+                                   and u.headers and all(u.headers)), None)
+                    if header:  # the table's header row comes before the row
+                        headed += 1
+                        row_line = item.text.splitlines()[-1]
+                        assert 0 <= text.index(header) < text.index(row_line)
+            assert not excerpt_tables & block_tables, q
+            # no header is ever printed empty (" | Years active")
+            assert not [line for line in packet.text.splitlines()
+                        if line.startswith(" | ") or line.startswith("| ") or " |  | " in line]
+    assert headed  # some excerpt printed a table row
+
+
+def test_key_value_rows_share_one_group_without_header_lines(store: Pilar):
+    units = page_units(store, "203-189")  # Habte Jifar: an infobox
+    kv = [u for u in units if u.kind == "row" and u.headers and not u.headers[0]]
+    assert len(kv) >= 3
+    doc = next(d for d in store.docs() if Path(d.uri).stem == "203-189")
+    page = store.hybrid.rank("habte jifar born", [f"{doc.doc_id}:1"])[0]
+    chosen = [ScoredUnit(u, 1.0, 1.0 - i / 100, 0) for i, u in enumerate(kv[:3])]
+    block = unit_block(chosen, {page.page_id: page}, {}, store.tokens, 400)
+    text = "\n".join(item.text for item in block).splitlines()
+    assert text[0] == "## Evidence units" and text[1].startswith("### ")
+    assert text[2:] == [" | ".join(u.cells).replace("\n", " / ") for u in kv[:3]]

@@ -204,70 +204,76 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
                supports: dict[str, Support], counter: TokenCounter,
                limit: int) -> list[PacketItem]:
     """Tessera §3.5 grouped packing: units taken in the given order within
-    ``limit`` tokens, grouped by (page, context path, table header) so each
-    context and header is printed once above its rows; groups in order of
-    their first unit, rows in document order."""
-    groups: dict[tuple, list[tuple[ScoredUnit, int]]] = {}
-    header_text: dict[tuple, tuple[str, int]] = {}
+    ``limit`` tokens, grouped by (page, context path) and within that by
+    table header, so each context path and each header row is printed once
+    above its rows (and paid for once); groups in order of their first
+    unit, rows in document order."""
     title = "## Evidence units"
     title_cost = counter.count_one(title) + 1
     spent = title_cost
     line_cost = counter.count_many([_line(s.unit) for s in selected])
-    keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context, _shown_headers(s.unit))
-            for s in selected]
-    heads = {}
-    for key, s in zip(keys, selected):
-        if key not in heads:
-            heads[key] = _group_header(s.unit, pages.get(key[0]))
-    head_costs = dict(zip(heads, counter.count_many(list(heads.values()))))
-    for s, cost, key in zip(selected, line_cost, keys):
+    ctx_keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context) for s in selected]
+    head_keys = [(*ck, _shown_headers(s.unit)) for ck, s in zip(ctx_keys, selected)]
+    ctx_text = {}
+    for ck, s in zip(ctx_keys, selected):
+        if ck not in ctx_text:
+            ctx_text[ck] = _group_header(s.unit, pages.get(ck[0]))
+    head_text = {hk: " | ".join(hk[2]) for hk in dict.fromkeys(head_keys) if hk[2]}
+    ctx_cost = dict(zip(ctx_text, (c + 1 for c in counter.count_many(list(ctx_text.values())))))
+    head_cost = dict(zip(head_text, (c + 1 for c in counter.count_many(list(head_text.values())))))
+    groups: dict[tuple, dict[tuple, list[tuple[ScoredUnit, int]]]] = {}
+    for s, cost, ck, hk in zip(selected, line_cost, ctx_keys, head_keys):
         extra = cost + 1
-        if key not in groups:
-            head, head_cost = heads[key], head_costs[key] + 1
-            extra += head_cost
+        if ck not in groups:
+            extra += ctx_cost[ck]
+        if hk in head_text and hk not in groups.get(ck, {}):
+            extra += head_cost[hk]
         if spent + extra > limit:
             continue
-        if key not in groups:
-            groups[key] = []
-            header_text[key] = (head, head_cost)
-        groups[key].append((s, cost))
+        groups.setdefault(ck, {}).setdefault(hk, []).append((s, cost))
         spent += extra
     if not groups and selected:  # nothing fits whole: the best unit, truncated
-        s, key = selected[0], keys[0]
-        head, head_cost = heads[key], head_costs[key] + 1
-        room = limit - spent - head_cost - 1
+        s, ck, hk = selected[0], ctx_keys[0], head_keys[0]
+        room = limit - spent - ctx_cost[ck] - head_cost.get(hk, 0) - 1
         if room > 16:
             line = counter.truncate(_line(s.unit), room)
             cut = ScoredUnit(replace(s.unit, text=line, cells=()), s.lexical, s.score,
                              s.page_rank)
-            groups[key] = [(cut, counter.count(line))]
-            header_text[key] = (head, head_cost)
+            groups[ck] = {hk: [(cut, counter.count(line))]}
     items: list[PacketItem] = []
-    for key, members in groups.items():
-        members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
-                                    else -1, m[0].unit.unit_id))
-        page = pages.get(key[0])
-        for n, (s, cost) in enumerate(members):
-            text = _line(s.unit)
-            if n == 0:
-                text = f"{header_text[key][0]}\n{text}"
-                cost += header_text[key][1]
-            if not items:
-                text = f"{title}\n{text}"
-                cost += title_cost
-            citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else Citation(
-                doc_id=s.unit.doc_id, source="", page=s.unit.page, section_path=s.unit.context,
-                support_id=s.unit.support_id, table_index=s.unit.table_index)
-            items.append(PacketItem(text=text, citation=citation, tokens=cost, page_id=key[0]))
+    for ck, heads in groups.items():
+        page = pages.get(ck[0])
+        for g, (hk, members) in enumerate(heads.items()):
+            members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
+                                        else -1, m[0].unit.unit_id))
+            for n, (s, cost) in enumerate(members):
+                text = _line(s.unit)
+                if n == 0 and hk in head_text:
+                    text, cost = f"{head_text[hk]}\n{text}", cost + head_cost[hk]
+                if n == 0 and g == 0:
+                    text, cost = f"{ctx_text[ck]}\n{text}", cost + ctx_cost[ck]
+                if not items:
+                    text, cost = f"{title}\n{text}", cost + title_cost
+                citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else \
+                    Citation(doc_id=s.unit.doc_id, source="", page=s.unit.page,
+                             section_path=s.unit.context, support_id=s.unit.support_id,
+                             table_index=s.unit.table_index)
+                items.append(PacketItem(text=text, citation=citation, tokens=cost,
+                                        page_id=ck[0]))
     return items
 
 
 def _group_header(u: Unit, page: RankedPage | None) -> str:
-    where = f" [{page.title or page.source}, page {page.number}]" if page else ""
-    head = f"### {' > '.join(u.context) or 'page'}{where}"
-    if headers := _shown_headers(u):
-        head += "\n" + " | ".join(headers)
-    return head
+    """The context line of a group: its context path, and the page when the
+    path does not start with the page's title (or it is not page 1)."""
+    where = ""
+    if page is not None:
+        name = page.title or page.source
+        if not u.context or u.context[0] != name:
+            where = f" [{name}, page {page.number}]"
+        elif page.number != 1:
+            where = f" [page {page.number}]"
+    return f"### {' > '.join(u.context) or 'page'}{where}"
 
 
 def _line(u: Unit) -> str:
