@@ -349,11 +349,11 @@ def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
     one wrapped row in two. Two neighbouring rows with text (rows without
     text between them are passed over) are one row when no drawn rule runs
     between them, their cells have the same column extents, their text is
-    closer than the table's row pitch (the median gap between two full
-    rows; without one, within a line's height), and either both are header
-    rows (every non-empty cell bold: ``"No."`` over ``"of"`` over
-    ``"Cases"``) or one is the stray line of a wrapped cell (at most one
-    cell in four filled, each under or over a filled cell of the other).
+    within a line's height, and either both are header rows (every
+    non-empty cell bold: ``"No."`` over ``"of"`` over ``"Cases"``) or one
+    is the stray line of a wrapped cell (at most one cell in four filled,
+    each under or over a filled cell of the other) closer to it than the
+    table's row pitch (the median gap between two full rows).
     Rows in ``spread`` (titles inside the table) are never joined."""
     above: dict[int, set[tuple[int, int]]] = {}
     below: dict[int, set[tuple[int, int]]] = {}
@@ -382,8 +382,9 @@ def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
         return n_cols >= 3 and 4 * len(starts[r]) <= n_cols
 
     def gap(a: int, b: int) -> tuple[float, float] | None:
-        """Smallest gap between the text of a's and b's cells in one column,
-        and the line height there; None when they share no column."""
+        """Smallest gap between the text of a's and b's cells in one column
+        (without a common column: between the rows' text), and the line
+        height there; None when either holds no words."""
         cols_b = {key[1]: key for key in starts[b]}
         best = None
         for key in starts[a]:
@@ -394,6 +395,12 @@ def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
             h = min(w[3] - w[1] for w in by_cell[key] + by_cell[mate])
             if best is None or g < best[0]:
                 best = (g, h)
+        if best is None:  # no column in common: the rows' text as a whole
+            wa = [w for key in starts[a] for w in by_cell.get(key, ())]
+            wb = [w for key in starts[b] for w in by_cell.get(key, ())]
+            if wa and wb:
+                best = (min(w[1] for w in wb) - max(w[3] for w in wa),
+                        min(w[3] - w[1] for w in wa + wb))
         return best
 
     def mates(r: int, other: int) -> bool:
@@ -413,9 +420,10 @@ def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
         if any(above.get(k) != below.get(k) or k not in below or ruled(k) for k in cuts):
             continue
         g = gap(a, b)
-        if g is None or not (g[0] < pitch - 0.75 if pitch is not None else g[0] <= g[1]):
+        if g is None or g[0] > g[1]:
             continue
-        if header(a) and header(b) or sparse(b) and mates(b, a) or sparse(a) and mates(a, b):
+        if header(a) and header(b) or (pitch is None or g[0] < pitch - 0.75) and (
+                sparse(b) and mates(b, a) or sparse(a) and mates(a, b)):
             joined.update(cuts)
     return joined
 
