@@ -23,6 +23,8 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)  # one line per message, also in logs
 
 HomeOpt = Annotated[Optional[Path], typer.Option("--home", help="store folder (PILAR_HOME)")]
+CollectionsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--collection", help="only documents of this collection (repeat for several)")]
 
 
 def _pilar(home: Path | None):
@@ -45,11 +47,14 @@ def _pilar(home: Path | None):
 
 @app.command()
 def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or globs")],
+           collection: Annotated[str, typer.Option(
+               help="collection the documents belong to")] = "default",
            home: HomeOpt = None) -> None:
     """Ingest PDF and HTML files into the store; exit code 1 if any file failed."""
     from pilar.pipeline import expand_paths
 
     p = _pilar(home)
+    p.recover()
     files = expand_paths(paths)
     if not files:
         err.print("[red]nothing to ingest:[/] no files matched " + escape(" ".join(paths)))
@@ -62,7 +67,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(help="files, folders or gl
         task = bar.add_task("", total=len(files))
         for path in files:
             bar.update(task, description=escape(path.name))
-            r = p.ingest_file(path)
+            r = p.ingest_file(path, collection)
             counts[r.status] += 1
             pages += r.n_pages if r.status in ("ingested", "replaced") else 0
             units += r.n_units
@@ -90,16 +95,22 @@ def search(question: str,
                "--explain", help="show each page's score parts and graph path")] = False,
            profile: Annotated[Optional[str], typer.Option(
                help="single-shot (default) or multi-hop")] = None,
+           collection: CollectionsOpt = None,
+           doc: Annotated[Optional[list[str]], typer.Option(
+               "--doc", help="only this document id (repeat for several)")] = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet."""
     from pilar.config import PROFILES
 
     if profile is not None and profile not in PROFILES:
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    from pilar.errors import PilarError
+
     p = _pilar(home)
     try:
-        result = p.search(question, budget=budget, k=k, profile=profile)
-    except ValueError as exc:
+        result = p.search(question, budget=budget, k=k, profile=profile,
+                          collections=collection or None, doc_ids=doc or None)
+    except (ValueError, PilarError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     if as_json:
@@ -148,18 +159,18 @@ def _explain(pages, settings) -> None:
 
 @app.command()
 def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-         home: HomeOpt = None) -> None:
+         collection: CollectionsOpt = None, home: HomeOpt = None) -> None:
     """List stored documents."""
-    documents = _pilar(home).docs()
+    documents = _pilar(home).docs(collections=collection or None)
     if as_json:
         out.print_json(json.dumps(to_jsonable(documents), ensure_ascii=False))
         return
     table = Table(title=f"{len(documents)} documents")
-    for col in ("doc_id", "type", "pages", "title", "source"):
+    for col in ("doc_id", "collection", "type", "pages", "title", "source"):
         table.add_column(col)
     for d in documents:
-        table.add_row(d.doc_id, d.media_type.split("/")[-1], str(d.n_pages), escape(d.title),
-                      escape(d.uri))
+        table.add_row(d.doc_id, escape(d.collection), d.media_type.split("/")[-1], str(d.n_pages),
+                      escape(d.title), escape(d.uri))
     out.print(table)
 
 

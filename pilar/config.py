@@ -148,6 +148,9 @@ class Settings(BaseSettings):
     elasticsearch_api_key: str | None = Field(
         None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
     )
+    elasticsearch_index: str = Field(
+        "pilar", description="name prefix of the Elasticsearch aliases (<prefix>-pages, "
+        "<prefix>-units); versioned indexes sit behind them")
 
     def profiled(self) -> "Settings":
         """These settings with the ``profile``'s overrides applied: ``single-shot``

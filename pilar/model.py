@@ -34,6 +34,7 @@ SupportKind = Literal[
     "footnote",
 ]
 SupportRole = Literal["primary", "contextual", "scope", "exception"]
+DocumentStatus = Literal["pending", "ready", "deleting"]
 UnitKind = Literal["paragraph", "list_item", "definition", "caption", "heading", "row"]
 
 
@@ -43,7 +44,11 @@ class Document:
 
     ``doc_id`` is the first 16 hex digits of the SHA-256 of the file's bytes,
     so the same bytes always get the same id; ``uri`` is where it was read
-    from (an absolute path for local files).
+    from (an absolute path for local files). ``collection`` groups documents
+    for filtered reads (default ``"default"``). ``status`` is the visibility
+    switch of the two-store write protocol: ``pending`` while its index and
+    graph rows are written, ``ready`` once both stores hold it (the only
+    status reads see), ``deleting`` while it is being removed.
     """
 
     doc_id: str
@@ -53,6 +58,36 @@ class Document:
     sha256: str
     n_pages: int
     ingested_at: str = ""  # ISO-8601 UTC, set by the store
+    collection: str = "default"
+    status: DocumentStatus = "ready"
+
+
+DEFAULT_COLLECTION = "default"
+
+
+@dataclass(slots=True, frozen=True)
+class Scope:
+    """Which documents a read may see: those in ``collections`` and (when
+    given) among ``doc_ids``; None means no limit on that field. Index
+    backends apply it inside their BM25 and kNN queries."""
+
+    collections: tuple[str, ...] | None = None
+    doc_ids: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, collections=None, doc_ids=None) -> "Scope":
+        """A scope from optional lists (or other iterables) of names and ids."""
+        return cls(tuple(collections) if collections is not None else None,
+                   tuple(doc_ids) if doc_ids is not None else None)
+
+    @property
+    def unlimited(self) -> bool:
+        return self.collections is None and self.doc_ids is None
+
+    def allows(self, doc: "Document") -> bool:
+        """Whether ``doc`` is inside the scope (its status is not looked at)."""
+        return ((self.collections is None or doc.collection in self.collections)
+                and (self.doc_ids is None or doc.doc_id in self.doc_ids))
 
 
 @dataclass(slots=True)

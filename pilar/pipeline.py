@@ -2,8 +2,15 @@
 
 It writes what ingestion returns to the graph store and the page index as
 one unit of work per document, and serves queries by calling retrieval, then
-packing. Backends come from config (:func:`pilar.graph.open_graph`,
-:func:`pilar.retrieval.open_index`).
+packing. Backends come from config (:func:`pilar.stores.open_stores`).
+
+Writes follow DESIGN.md's protocol for two separate stores: the graph
+records the document ``pending``, the index is written, then the graph's
+layers with status ``ready`` in one transaction (the visibility switch every
+read honours); a failed write removes what it wrote, and documents left
+``pending`` or ``deleting`` by a crash are removed by the next ingest (one
+writer at a time), after which that file ingests afresh. On the embedded
+store the whole unit is also one SQLite transaction.
 """
 
 from __future__ import annotations
@@ -20,15 +27,13 @@ import numpy as np
 
 from pilar.config import PROFILES, Settings
 from pilar.errors import IngestError, PilarError
-from pilar.graph import open_graph
 from pilar.graph.linking import link_across
 from pilar.ingest import parse, read_source
-from pilar.model import (Document, IngestResult, Packet, ParsedDocument, RankedPage,
-                         SearchResult, Support, Unit)
+from pilar.model import (DEFAULT_COLLECTION, Document, IngestResult, Packet, ParsedDocument,
+                         RankedPage, Scope, SearchResult, Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval import open_index
 from pilar.retrieval.embeddings import Embedder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
@@ -70,6 +75,17 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def page_sections(parsed: ParsedDocument) -> list[list[str]]:
+    """Per page of ``parsed`` (in order), the distinct section paths of its
+    supports, each ``" > "``-joined: what the index keeps as keywords."""
+    by_page: dict[int, dict[str, None]] = {p.number: {} for p in parsed.pages}
+    for s in parsed.supports:
+        path = s.provenance.section_path
+        if path and s.provenance.page in by_page:
+            by_page[s.provenance.page][" > ".join(path)] = None
+    return [list(by_page[p.number]) for p in parsed.pages]
+
+
 class Pilar:
     """pilar's Python API.
 
@@ -83,13 +99,9 @@ class Pilar:
         if home is not None:
             settings = settings.model_copy(update={"home": Path(home)})
         self.settings = settings
-        db = None
-        if settings.graph == "sqlite" or settings.index == "sqlite":
-            from pilar.graph.sqlite import SqliteDatabase
+        from pilar.stores import open_stores
 
-            db = SqliteDatabase(settings.db_path)
-        self.graph = open_graph(settings, db)
-        self.index = open_index(settings, db)
+        self.graph, self.index = open_stores(settings)
         self.embedder = Embedder(settings.embedding_model, settings.embedding_batch_size)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
 
@@ -127,26 +139,42 @@ class Pilar:
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
-               progress: Progress | None = None) -> list[IngestResult]:
-        """Ingest files, folders or globs; one :class:`IngestResult` per file.
+               progress: Progress | None = None,
+               collection: str = DEFAULT_COLLECTION) -> list[IngestResult]:
+        """Ingest files, folders or globs into ``collection``; one
+        :class:`IngestResult` per file.
 
         A file that fails gets ``status="failed"`` and a one-line ``reason``;
-        the rest go on. Unchanged bytes are a no-op (``"unchanged"``); new
-        bytes at a known path replace the old document (``"replaced"``).
-        Each document is written in one transaction.
+        the rest go on. Unchanged bytes are a no-op (``"unchanged"``, in
+        whatever collection they are); new bytes at a known path replace the
+        old document (``"replaced"``). Each document is written as one unit
+        (see the module docstring); documents a crash left unfinished are
+        removed first (:meth:`recover`).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
+        self.recover()
         results = []
         for path in expand_paths(paths):
-            result = self.ingest_file(path)
+            result = self.ingest_file(path, collection)
             results.append(result)
             if progress:
                 progress(result)
         return results
 
-    def ingest_file(self, path: Path) -> IngestResult:
-        """Ingest one file; never raises for bad input (see :meth:`ingest`)."""
+    def recover(self) -> list[str]:
+        """Remove the documents a crashed write left ``pending`` or
+        ``deleting`` (index first, then graph); returns their ids. Assumes
+        no other process is writing to the same stores."""
+        stale = self.graph.documents(statuses=("pending", "deleting"))
+        for doc in stale:
+            self._remove(doc.doc_id)
+        return [d.doc_id for d in stale]
+
+    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION) -> IngestResult:
+        """Ingest one file into ``collection``; never raises for bad input
+        (see :meth:`ingest`). A document of the same bytes that a crash left
+        unfinished is removed and written afresh."""
         t0 = time.perf_counter()
         uri = str(Path(path).resolve())
         shown = str(path)
@@ -156,10 +184,13 @@ class Pilar:
 
             probe = new_document(data, uri, "")
             existing = self.graph.find_by_sha256(probe.sha256)
-            if existing is not None:
+            if existing is not None and existing.status == "ready":
                 return IngestResult(shown, "unchanged", existing.doc_id, existing.n_pages,
                                     seconds=time.perf_counter() - t0)
+            if existing is not None:
+                self._remove(existing.doc_id)
             parsed = parse(data, uri=uri, settings=self.settings)
+            parsed.document.collection = collection
             replaced = self._store(parsed)
         except IngestError as exc:
             return IngestResult(shown, "failed", reason=exc.reason,
@@ -218,29 +249,55 @@ class Pilar:
         return vectors, ids
 
     def _store(self, parsed: ParsedDocument) -> bool:
-        """Write one parsed document to graph and index atomically; returns
-        True when it replaced an older version at the same uri."""
+        """Write one parsed document to index and graph as one unit (see the
+        module docstring); returns True when it replaced an older version at
+        the same uri. On failure what was written is removed and the error
+        raised."""
         vectors, unit_ids = self._embed(parsed)
         self._pages.clear()
-        old = [d.doc_id for d in self.graph.find_by_uri(parsed.document.uri)]
+        doc = parsed.document
+        old = [d.doc_id for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
         parsed.same_as = link_across(parsed, self.graph, self.settings)
-        # the index transaction encloses the graph write: if the graph write
-        # fails the index rolls back; on the embedded store both share one
-        # SQLite transaction
+        # on the embedded store the index transaction encloses everything
+        # (one SQLite transaction); on servers each step commits on its own
         with self.index.transaction():
-            for doc_id in old:
-                self.index.delete_document(doc_id)
-            self.index.add_pages(parsed.pages, vectors, unit_ids)
-            self.graph.write_document(parsed, replaces=old)
+            self.graph.begin_document(doc)                       # 1. pending
+            try:
+                self.index.delete_document(doc.doc_id)           # leftovers of a crash
+                self.index.add_pages(parsed.pages, vectors, unit_ids, collection=doc.collection,
+                                     sections=page_sections(parsed))   # 2. index
+                self.graph.write_document(parsed, replaces=old)  # 3. graph, ready
+            except BaseException:
+                self._remove(doc.doc_id, quiet=True)
+                raise
+            for doc_id in old:                                   # 4. old versions
+                self._remove(doc_id)
         return bool(old)
+
+    def _remove(self, doc_id: str, quiet: bool = False) -> bool:
+        """Remove a document: hide it (``deleting``), drop its index pages,
+        then its graph rows; False if the graph did not hold it. With
+        ``quiet`` (cleaning up after a failed write) errors are swallowed:
+        what is left stays hidden and the next ingest removes it."""
+        try:
+            self.graph.set_status(doc_id, "deleting")
+            self.index.delete_document(doc_id)
+            return self.graph.delete_document(doc_id)
+        except Exception:  # noqa: BLE001 - only with quiet; the first error is the one to report
+            if not quiet:
+                raise
+            return False
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,
-               profile: str | None = None) -> SearchResult:
+               profile: str | None = None, collections: list[str] | None = None,
+               doc_ids: list[str] | None = None) -> SearchResult:
         """Ranked pages (best first, at most ``k``, each with a ``trace`` of
         its score parts and graph path) and an evidence packet of at most
         ``budget`` tokens (PILAR §3.4-3.5, Tessera §3.4-3.5). ``profile`` is
         ``single-shot`` or ``multi-hop`` (default: ``PILAR_PROFILE``).
+        ``collections`` and ``doc_ids`` (None = all) limit the pages, inside
+        the index's BM25 and kNN queries and for expanded pages alike.
 
         Raises ``ValueError`` for an empty question, a budget under
         :data:`MIN_BUDGET` tokens, ``k < 1`` or an unknown profile, and
@@ -256,7 +313,12 @@ class Pilar:
             raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        pages = self.retriever(profile).search(question, k)
+        for name, value in (("collections", collections), ("doc_ids", doc_ids)):
+            if value is not None and (isinstance(value, str)
+                                      or not all(isinstance(v, str) for v in value)):
+                raise TypeError(f"{name} must be a list of strings, got {value!r}")
+        scope = Scope.of(collections, doc_ids)
+        pages = self.retriever(profile).search(question, k, None if scope.unlimited else scope)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,
@@ -297,16 +359,16 @@ class Pilar:
             cache.popitem(last=False)
         return out
 
-    def docs(self) -> list[Document]:
-        """Stored documents, oldest first."""
-        return self.graph.documents()
+    def docs(self, collections: list[str] | None = None) -> list[Document]:
+        """Stored (``ready``) documents, oldest first; only those in
+        ``collections`` when given."""
+        return self.graph.documents(collections=collections)
 
     def delete(self, doc_id: str) -> bool:
-        """Delete a document from graph and index; False if it was not stored."""
+        """Delete a document from index and graph; False if it was not stored."""
         self._pages.clear()
         with self.index.transaction():
-            self.index.delete_document(doc_id)
-            return self.graph.delete_document(doc_id)
+            return self._remove(doc_id)
 
     def stats(self) -> dict[str, int]:
         """Counts of documents, pages, supports, provenance, units, tables,
@@ -316,24 +378,17 @@ class Pilar:
     def migrate(self) -> dict[str, list[int]]:
         """Apply pending schema migrations to every store (idempotent; the
         stores also migrate on open). Returns the versions applied per store."""
-        out = {}
-        for name, store in (("graph", self.graph), ("index", self.index)):
-            db = getattr(store, "db", None)
-            target = db if db is not None else store
-            if hasattr(target, "migrate"):
-                out[f"{name}:{store.name}"] = target.migrate()
-        return out
+        return {f"graph:{self.graph.name}": self.graph.migrate(),
+                f"index:{self.index.name}": self.index.migrate()}
+
+    def close(self) -> None:
+        """Close both stores (the object is unusable afterwards)."""
+        self.graph.close()
+        self.index.close()
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
                row_cap: int = 1000):
-        """Run a read-only Cypher query on the Neo4j graph
-        (:func:`pilar.graph.explore.run_read_query`); raises
+        """Run a read-only Cypher query on the graph
+        (:meth:`pilar.graph.GraphStore.cypher`); raises
         :class:`~pilar.errors.ConfigError` when the graph is not on Neo4j."""
-        from pilar.errors import ConfigError
-        from pilar.graph.explore import run_read_query
-
-        driver = getattr(self.graph, "driver", None)
-        if driver is None:
-            raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
-        return run_read_query(driver, query, params, database=self.graph.database,
-                              timeout=timeout, row_cap=row_cap)
+        return self.graph.cypher(query, params, timeout=timeout, row_cap=row_cap)

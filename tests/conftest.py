@@ -69,7 +69,8 @@ def graph_store(request, tmp_path):
     """Every GraphStore backend in turn (one contract, as Haystack's shared
     store tests): a real SQLite file, and the real Neo4j when NEO4J_URI is set."""
     if request.param == "sqlite":
-        from pilar.graph.sqlite import SqliteDatabase, SqliteGraphStore
+        from pilar.graph.sqlite import SqliteGraphStore
+        from pilar.stores import SqliteDatabase
 
         yield SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     else:

@@ -150,7 +150,7 @@ def test_gate_drops_an_unrelated_expanded_page(narrow: Pilar):
     q = "which album by edelweiss reached number 1 in sweden?"
     # the graph reaches pages that mention Sweden, some unrelated to the question
     reached = narrow.graph.expansion_pages(["country:sweden"])["mention"]
-    dense = narrow.index.dense(narrow.embedder.query(q), page_ids=list(reached))
+    dense = narrow.index.dense_for(narrow.embedder.query(q), list(reached))
     unrelated = {pid for pid, d in dense.items() if d < 0.35}
     assert unrelated, dense
     pages = narrow.search(q).pages

@@ -32,7 +32,7 @@ def embedded(tmp_path_factory) -> Pilar:
     """A store with the fixture corpus ingested (shared by the read-only tests)."""
     p = Pilar(home=tmp_path_factory.mktemp("pilar"))
     results = p.ingest([CORPUS])
-    assert [r.status for r in results if r.path.endswith(".html")] == ["ingested"] * 12
+    assert [r.status for r in results if r.path.endswith(".html")] == ["ingested"] * 12, results[0].reason
     return p
 
 
@@ -152,8 +152,8 @@ def test_failure_mid_document_leaves_store_unchanged(tmp_path: Path, monkeypatch
     else:
         original = SqlitePageIndex.add_pages
 
-        def broken(self, pages, vectors, unit_ids=None):
-            original(self, pages[:1], vectors[:1], unit_ids[:1] if unit_ids else None)
+        def broken(self, pages, vectors, unit_ids=None, **kwargs):
+            original(self, pages[:1], vectors[:1], unit_ids[:1] if unit_ids else None, **kwargs)
             raise sqlite3.OperationalError("disk I/O error (injected)")
 
         monkeypatch.setattr(SqlitePageIndex, "add_pages", broken)
@@ -238,7 +238,7 @@ def test_blank_pages_get_no_vectors_and_are_never_dense_hits(tmp_path: Path, hos
     [result] = p.ingest([small])
     assert result.status == "ingested" and result.n_pages == 20 and result.n_units == 0
     assert p.index.db.conn.execute("SELECT count(*) FROM page_vectors").fetchone()[0] == 0
-    assert p.index.dense(p.embedder.query("many blank pages"), n=5) == {}
+    assert p.index.dense_top(p.embedder.query("many blank pages"), 5) == {}
 
 
 def test_cli_reports_bad_settings_and_an_empty_store(tmp_path: Path):

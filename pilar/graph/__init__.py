@@ -1,8 +1,8 @@
 """Graph stores: the document, page, support and provenance layers (and, with
 their issues, assertions and entities) of DESIGN.md.
 
-:class:`GraphStore` names what every backend does; :func:`open_graph` picks
-the backend from config (the only place that looks at ``settings.graph``).
+:class:`GraphStore` names what every backend does; :func:`pilar.stores.open_stores`
+picks the backend from config.
 """
 
 from __future__ import annotations
@@ -10,23 +10,49 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
-from pilar.config import Settings
-from pilar.model import Assertion, Document, Entity, Page, ParsedDocument, Support, Unit
+from pilar.model import (Assertion, Document, DocumentStatus, Entity, Page, ParsedDocument,
+                         Support, Unit)
 
 
 @runtime_checkable
 class GraphStore(Protocol):
     """What a graph backend offers. Writes are per document atomic: a
-    document is either fully visible or not at all."""
+    document is either fully visible or not at all. A Document's ``status``
+    is the visibility switch of the two-store write protocol (DESIGN.md
+    "Graph"): reads of documents see ``ready`` ones unless asked otherwise.
+    Backends raise :class:`pilar.errors.StoreError` (or ``sqlite3.Error`` on
+    the embedded file) when a read or write fails."""
 
     name: str
 
+    def migrate(self) -> list[int]:
+        """Apply pending schema migrations; the versions applied (``[]`` when
+        up to date). Idempotent; stores also migrate on open."""
+        ...
+    def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
     def transaction(self) -> AbstractContextManager[None]: ...
-    def find_by_sha256(self, sha256: str) -> Document | None: ...
-    def find_by_uri(self, uri: str) -> list[Document]: ...
-    def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
+    def find_by_sha256(self, sha256: str) -> Document | None:
+        """The document with these bytes, whatever its status, or None."""
+        ...
+    def find_by_uri(self, uri: str) -> list[Document]:
+        """Documents read from ``uri``, whatever their status."""
+        ...
+    def documents(self, doc_ids: list[str] | None = None, *,
+                  collections: list[str] | None = None,
+                  statuses: tuple[DocumentStatus, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all, or those of
-        ``doc_ids`` that exist. One read whatever the number of ids."""
+        ``doc_ids`` that exist; only those in ``collections`` when given,
+        and of ``statuses`` (None = any). One read whatever the number of ids."""
+        ...
+    def begin_document(self, doc: Document) -> None:
+        """Record ``doc`` (no layers yet) with status ``pending``: the first
+        step of the write protocol, so a crash leaves a trace the next ingest
+        cleans up. Replaces an earlier record of the same id that has no layers."""
+        ...
+    def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
+        """Set a stored document's status; False if it is not stored."""
         ...
     def pages(self, page_ids: list[str]) -> dict[str, Page]: ...
     def supports_on_pages(self, page_ids: list[str]) -> dict[str, list[Support]]:
@@ -38,8 +64,22 @@ class GraphStore(Protocol):
         read for all pages."""
         ...
     def stats(self) -> dict[str, int]: ...
-    def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document: ...
-    def delete_document(self, doc_id: str) -> bool: ...
+    def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
+        """Write every layer of ``parsed`` with status ``ready`` (its
+        ``collection`` as set on the Document) in one transaction, which also
+        empties the documents ``replaces`` of their layers and leaves them
+        ``deleting`` (hidden; the caller removes them from the index, then
+        with :meth:`delete_document`). Returns the stored Document."""
+        ...
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document, its layers and the entities no other document
+        uses; False if it was not stored."""
+        ...
+    def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
+               row_cap: int = 1000):
+        """Run a read-only Cypher query (:func:`pilar.graph.explore.run_read_query`).
+        Raises :class:`pilar.errors.ConfigError` on a backend without Cypher."""
+        ...
     def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]: ...
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]: ...
     def assertions_of(self, doc_id: str) -> list[Assertion]: ...
@@ -70,25 +110,3 @@ def add_expansion_rows(out: dict[str, dict[str, list[str]]], eid: str, mention: 
     for pid, aid, pred, sid in assertion:
         out["assertion"].setdefault(pid, [f"entity:{eid}", f"assertion:{aid} ({pred})",
                                           "SUPPORTED_BY", f"support:{sid}", f"page:{pid}"])
-
-def open_graph(settings: Settings, db=None) -> GraphStore:
-    """The graph store chosen by ``settings.graph``. ``db`` is the embedded
-    :class:`~pilar.graph.sqlite.SqliteDatabase` to share with the page index.
-
-    Raises :class:`pilar.errors.ConfigError` for a backend that is not available.
-    """
-    from pilar.errors import ConfigError
-
-    if settings.graph == "sqlite":
-        from pilar.graph.sqlite import SqliteDatabase, SqliteGraphStore
-
-        return SqliteGraphStore(db or SqliteDatabase(settings.db_path))
-    if settings.graph == "neo4j":
-        from pilar.graph.neo4j import Neo4jGraphStore
-
-        if not settings.neo4j_uri:
-            raise ConfigError("PILAR_GRAPH=neo4j needs NEO4J_URI")
-        auth = ((settings.neo4j_username, settings.neo4j_password or "")
-                if settings.neo4j_username else None)
-        return Neo4jGraphStore(settings.neo4j_uri, auth)
-    raise ConfigError(f"graph backend {settings.graph!r} is not available yet")

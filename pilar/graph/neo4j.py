@@ -28,7 +28,14 @@ from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Prov
 BATCH = 5000
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
-_DOC_FIELDS = "d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at"
+_DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
+               "d.collection, d.status")
+_DOCUMENTS = f"""
+MATCH (d:Document)
+WHERE ($ids IS NULL OR d.doc_id IN $ids) AND ($collections IS NULL OR d.collection IN $collections)
+  AND ($statuses IS NULL OR d.status IN $statuses)
+RETURN {_DOC_FIELDS} ORDER BY d.ingested_at, d.uri
+"""
 
 # A document's own nodes are new in its transaction (its doc_id is the hash of
 # its bytes and it is written whole or not at all), so their relationships are
@@ -166,15 +173,17 @@ RETURN i, COLLECT {
 } AS assertion
 """
 
-_DELETE_DOCUMENT = [
+# a document's own layers, then (for a delete) its Document node
+_DELETE_LAYERS = [
     "MATCH (n:Unit {doc_id: $doc_id}) DETACH DELETE n",
     "MATCH (n:Support {doc_id: $doc_id}) DETACH DELETE n",
     "MATCH (n:Provenance {doc_id: $doc_id}) DETACH DELETE n",
     "MATCH (n:TableGrid {doc_id: $doc_id}) DETACH DELETE n",
     "MATCH (n:Assertion {doc_id: $doc_id}) DETACH DELETE n",
     "MATCH (n:Page {doc_id: $doc_id}) DETACH DELETE n",
-    "MATCH (n:Document {doc_id: $doc_id}) DETACH DELETE n RETURN count(n) AS deleted",
 ]
+_DELETE_DOCUMENT_NODE = "MATCH (n:Document {doc_id: $doc_id}) DETACH DELETE n RETURN count(n) AS deleted"
+_SET_STATUS = "MATCH (d:Document {doc_id: $doc_id}) SET d.status = $status RETURN count(d) AS n"
 # entities no remaining document uses (SAME_AS edges alone do not keep them)
 _DELETE_ORPHAN_ENTITIES = """
 MATCH (e:Entity)
@@ -293,18 +302,19 @@ class Neo4jGraphStore:
         return [self._doc(r) for r in self._read(
             f"MATCH (d:Document {{uri: $uri}}) RETURN {_DOC_FIELDS}", uri=uri)]
 
-    def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
+    def documents(self, doc_ids: list[str] | None = None, *,
+                  collections: list[str] | None = None,
+                  statuses: tuple[str, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all of them, or those
-        of ``doc_ids`` that exist (unknown ids are skipped). One query.
-        Raises :class:`StoreError` if the read fails."""
-        if doc_ids is None:
-            return [self._doc(r) for r in self._read(
-                f"MATCH (d:Document) RETURN {_DOC_FIELDS} ORDER BY d.ingested_at, d.uri")]
-        if not doc_ids:
+        of ``doc_ids`` that exist (unknown ids are skipped), limited to
+        ``collections`` and ``statuses`` when given. One query. Raises
+        :class:`StoreError` if the read fails."""
+        if doc_ids is not None and not doc_ids:
             return []
         return [self._doc(r) for r in self._read(
-            f"MATCH (d:Document) WHERE d.doc_id IN $ids RETURN {_DOC_FIELDS} "
-            "ORDER BY d.ingested_at, d.uri", ids=list(doc_ids))]
+            _DOCUMENTS, ids=None if doc_ids is None else list(doc_ids),
+            collections=None if collections is None else list(collections),
+            statuses=None if statuses is None else list(statuses))]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
         rows = self._read("MATCH (p:Page) WHERE p.page_id IN $ids "
@@ -349,16 +359,31 @@ class Neo4jGraphStore:
         """Counts of every node label and edge type (keys as on every backend)."""
         out = {}
         for key, label in NODE_LABELS.items():
-            out[key] = self._read(f"MATCH (n:{label}) RETURN count(n) AS c")[0]["c"]
+            ready = " WHERE n.status = 'ready'" if label == "Document" else ""
+            out[key] = self._read(f"MATCH (n:{label}){ready} RETURN count(n) AS c")[0]["c"]
         for rel in EDGE_TYPES:
             out[rel] = self._read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS c")[0]["c"]
         return out
 
     # -- writes --------------------------------------------------------------
+    def begin_document(self, doc: Document) -> None:
+        """Record ``doc`` with status ``pending`` and no layers (see
+        :meth:`pilar.graph.GraphStore.begin_document`)."""
+        doc.status = "pending"
+        doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._write(lambda tx: tx.run(_WRITE_DOCUMENT, doc=to_jsonable(doc)).consume())
+
+    def set_status(self, doc_id: str, status: str) -> bool:
+        return bool(self._write(
+            lambda tx: tx.run(_SET_STATUS, doc_id=doc_id, status=status).single()["n"]))
+
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
-        """Write one document (deleting ``replaces`` first) in one managed transaction."""
+        """Write one document with status ``ready`` in one managed
+        transaction; the documents ``replaces`` lose their layers and become
+        ``deleting`` in the same transaction."""
         doc = parsed.document
         doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc.status = "ready"
         pages = [{"page_id": p.page_id, "doc_id": p.doc_id, "number": p.number,
                   "width": p.width, "height": p.height, "text": p.text} for p in parsed.pages]
         nxt = [[a.page_id, b.page_id] for a, b in zip(parsed.pages, parsed.pages[1:])]
@@ -393,7 +418,8 @@ class Neo4jGraphStore:
 
         def work(tx):
             for old in replaces:
-                self._delete_in(tx, old)
+                self._delete_in(tx, old, keep_node=True)
+                tx.run(_SET_STATUS, doc_id=old, status="deleting").consume()
             tx.run(_WRITE_DOCUMENT, doc=to_jsonable(doc)).consume()
             for query, rows in ((_WRITE_PAGES, pages), (_WRITE_NEXT, nxt),
                                 (_WRITE_PROVENANCE, provs), (_WRITE_SUPPORTS, supports),
@@ -476,18 +502,26 @@ class Neo4jGraphStore:
         return bool(self._write(lambda tx: self._delete_in(tx, doc_id)))
 
     @staticmethod
-    def _delete_in(tx, doc_id: str) -> int:
-        deleted = 0
-        for query in _DELETE_DOCUMENT:
-            result = tx.run(query, doc_id=doc_id)
-            rec = result.single() if "RETURN" in query else result.consume()
-            if "RETURN" in query:
-                deleted = rec["deleted"]
+    def _delete_in(tx, doc_id: str, keep_node: bool = False) -> int:
+        """Delete a document's layers (and its node unless ``keep_node``),
+        then orphaned entities; returns the Document nodes deleted."""
+        for query in _DELETE_LAYERS:
+            tx.run(query, doc_id=doc_id).consume()
+        deleted = 0 if keep_node else tx.run(_DELETE_DOCUMENT_NODE, doc_id=doc_id).single()["deleted"]
         tx.run(_DELETE_ORPHAN_ENTITIES).consume()
         return deleted
+
+    def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
+               row_cap: int = 1000):
+        """A read-only query in a READ transaction (:func:`pilar.graph.explore.run_read_query`)."""
+        from pilar.graph.explore import run_read_query
+
+        return run_read_query(self.driver, query, params, database=self.database,
+                              timeout=timeout, row_cap=row_cap)
 
     @staticmethod
     def _doc(r: dict[str, Any]) -> Document:
         return Document(doc_id=r["d.doc_id"], uri=r["d.uri"], title=r["d.title"] or "",
                         media_type=r["d.media_type"], sha256=r["d.sha256"],
-                        n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "")
+                        n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "",
+                        collection=r["d.collection"] or "default", status=r["d.status"] or "ready")

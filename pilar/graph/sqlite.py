@@ -12,83 +12,15 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from pathlib import Path
 
-from pilar.errors import StoreError
+from pilar.errors import ConfigError
 from pilar.graph import add_expansion_rows
-from pilar.migrations import migration_files
-from pilar.model import (Assertion, Document, Entity, Page, ParsedDocument, Provenance, Support,
-                         Unit, to_jsonable)
-
-
-class SqliteDatabase:
-    """A connection to the embedded store file with migrations applied.
-
-    ``path`` is created (with its folder) if missing. Use :meth:`transaction`
-    for writes: everything inside commits together or not at all. Raises
-    :class:`StoreError` if the file cannot be opened or migrated.
-    """
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=10000")
-            self.migrate()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the embedded store {self.path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._depth = 0
-
-    def migrate(self) -> list[int]:
-        """Apply pending ``migrations/sqlite`` files; returns the versions applied."""
-        current = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        applied = []
-        for version, path in migration_files("sqlite", ".sql"):
-            if version <= current:
-                continue
-            script = path.read_text(encoding="utf-8")
-            self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
-            applied.append(version)
-        return applied
-
-    @property
-    def schema_version(self) -> int:
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``); nested uses join the outer one."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self.conn
-                finally:
-                    self._depth -= 1
-                return
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
-                self.conn.execute("COMMIT")
-            finally:
-                self._depth = 0
-
-    def close(self) -> None:
-        self.conn.close()
+from pilar.model import (Assertion, Document, DocumentStatus, Entity, Page, ParsedDocument,
+                         Provenance, Support, Unit, to_jsonable)
+from pilar.stores import SqliteDatabase
 
 
 def _j(value) -> str:
@@ -103,6 +35,13 @@ class SqliteGraphStore:
     def __init__(self, db: SqliteDatabase):
         self.db = db
 
+    def migrate(self) -> list[int]:
+        """Apply pending ``migrations/sqlite`` files (shared with the page index)."""
+        return self.db.migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self.db.transaction():
@@ -110,23 +49,30 @@ class SqliteGraphStore:
 
     # -- reads -------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute("SELECT * FROM documents WHERE sha256 = ?", (sha256,)).fetchone()
+        row = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE sha256 = ?",
+                                   (sha256,)).fetchone()
         return self._doc(row) if row else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
-        rows = self.db.conn.execute("SELECT * FROM documents WHERE uri = ?", (uri,)).fetchall()
+        rows = self.db.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE uri = ?",
+                                    (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
-    def documents(self, doc_ids: list[str] | None = None) -> list[Document]:
+    def documents(self, doc_ids: list[str] | None = None, *,
+                  collections: list[str] | None = None,
+                  statuses: tuple[DocumentStatus, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all of them, or those
-        of ``doc_ids`` that exist (unknown ids are skipped). One query.
-        Raises ``sqlite3.Error`` if the read fails."""
-        if doc_ids is None:
-            rows = self.db.conn.execute("SELECT * FROM documents ORDER BY ingested_at, uri")
-        else:
-            rows = self.db.conn.execute(
-                "SELECT * FROM documents WHERE doc_id IN (SELECT value FROM json_each(?)) "
-                "ORDER BY ingested_at, uri", (json.dumps(list(doc_ids)),))
+        of ``doc_ids`` that exist (unknown ids are skipped), limited to
+        ``collections`` and ``statuses`` when given. One query. Raises
+        ``sqlite3.Error`` if the read fails."""
+        rows = self.db.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE "
+            "(?1 IS NULL OR doc_id IN (SELECT value FROM json_each(?1))) AND "
+            "(?2 IS NULL OR collection IN (SELECT value FROM json_each(?2))) AND "
+            "(?3 IS NULL OR status IN (SELECT value FROM json_each(?3))) "
+            "ORDER BY ingested_at, uri",
+            tuple(None if v is None else json.dumps(list(v))
+                  for v in (doc_ids, collections, statuses)))
         return [self._doc(r) for r in rows]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
@@ -188,23 +134,35 @@ class SqliteGraphStore:
         return dict(zip(_STAT_KEYS, self.db.conn.execute(_STATS_SQL).fetchone()))
 
     # -- writes ------------------------------------------------------------
+    def begin_document(self, doc: Document) -> None:
+        """Record ``doc`` with status ``pending`` and no layers (see
+        :meth:`pilar.graph.GraphStore.begin_document`)."""
+        doc.status = "pending"
+        doc.ingested_at = _now()
+        with self.db.transaction() as c:
+            c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+
+    def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
+        with self.db.transaction() as c:
+            return c.execute("UPDATE documents SET status = ? WHERE doc_id = ?",
+                             (status, doc_id)).rowcount > 0
+
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
-        """Insert one parsed document with all its layers (after deleting the
-        documents ``replaces``), inside the caller's transaction or its own.
-        Returns the stored Document (``ingested_at`` set)."""
+        """Insert one parsed document with all its layers and status
+        ``ready``, inside the caller's transaction or its own; the documents
+        ``replaces`` lose their layers and become ``deleting`` in the same
+        transaction. Returns the stored Document (``ingested_at`` set)."""
         doc = parsed.document
-        doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc.ingested_at = _now()
+        doc.status = "ready"
         with self.db.transaction() as c:
             for old in replaces:
-                c.execute("DELETE FROM documents WHERE doc_id = ?", (old,))
+                for table in _LAYER_TABLES:
+                    c.execute(f"DELETE FROM {table} WHERE doc_id = ?", (old,))
+                c.execute("UPDATE documents SET status = 'deleting' WHERE doc_id = ?", (old,))
             if replaces:
                 c.execute(_DELETE_ORPHAN_ENTITIES)
-            c.execute(
-                "INSERT INTO documents (doc_id, uri, title, media_type, sha256, n_pages, ingested_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (doc.doc_id, doc.uri, doc.title, doc.media_type, doc.sha256, doc.n_pages,
-                 doc.ingested_at),
-            )
+            c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
             c.executemany(
                 "INSERT INTO pages (page_id, doc_id, number, width, height, text) VALUES (?,?,?,?,?,?)",
                 [(p.page_id, p.doc_id, p.number, p.width, p.height, p.text) for p in parsed.pages],
@@ -363,17 +321,43 @@ class SqliteGraphStore:
                 c.execute(_DELETE_ORPHAN_ENTITIES)
             return deleted
 
+    def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
+               row_cap: int = 1000):
+        """Cypher needs a graph server: always raises :class:`ConfigError`."""
+        raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
+
     @staticmethod
     def _doc(row) -> Document:
         return Document(doc_id=row[0], uri=row[1], title=row[2], media_type=row[3], sha256=row[4],
-                        n_pages=row[5], ingested_at=row[6])
+                        n_pages=row[5], ingested_at=row[6], collection=row[7], status=row[8])
+
+    @staticmethod
+    def _doc_row(doc: Document) -> tuple:
+        return (doc.doc_id, doc.uri, doc.title, doc.media_type, doc.sha256, doc.n_pages,
+                doc.ingested_at, doc.collection, doc.status)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+_DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, collection, "
+                "status")
+_UPSERT_DOCUMENT = f"""
+INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)
+ON CONFLICT(doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title,
+  media_type = excluded.media_type, sha256 = excluded.sha256, n_pages = excluded.n_pages,
+  ingested_at = excluded.ingested_at, collection = excluded.collection, status = excluded.status
+"""
+# the tables holding a document's own layers (its Document row aside)
+_LAYER_TABLES = ("assertions", "units", "table_grids", "supports", "provenance", "pages")
 
 
 _STAT_KEYS = ("documents", "pages", "supports", "provenance", "units", "tables", "assertions",
               "entities", "IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM",
               "SUPPORTED_BY", "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS")
 _STATS_SQL = """
-SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM pages),
+SELECT (SELECT count(*) FROM documents WHERE status = 'ready'), (SELECT count(*) FROM pages),
        (SELECT count(*) FROM supports), (SELECT count(*) FROM provenance),
        (SELECT count(*) FROM units), (SELECT count(*) FROM table_grids),
        (SELECT count(*) FROM assertions), (SELECT count(*) FROM entities),

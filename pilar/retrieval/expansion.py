@@ -17,7 +17,7 @@ from rapidfuzz import fuzz
 from pilar.config import Settings
 from pilar.graph import GraphStore
 from pilar.ingest.names import normalise
-from pilar.model import RankedPage
+from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
 from pilar.retrieval.hybrid import HybridRetriever
 
@@ -55,10 +55,12 @@ class GraphRetriever:
         self.hybrid = hybrid
         self.s = settings
 
-    def search(self, question: str, k: int) -> list[RankedPage]:
-        """The ``k`` best pages after priors and gated expansion, best first."""
+    def search(self, question: str, k: int, scope: Scope | None = None) -> list[RankedPage]:
+        """The ``k`` best pages within ``scope`` after priors and gated
+        expansion, best first (expanded pages outside the scope, or of
+        documents not ``ready``, never enter)."""
         s = self.s
-        shortlist = self.hybrid.shortlist(question)
+        shortlist = self.hybrid.shortlist(question, scope)
         if not shortlist:
             return []
         pool = shortlist[: s.pool]
@@ -76,7 +78,7 @@ class GraphRetriever:
             alias = {**reached["mention"], **reached["alias"]}
             self._expand(question, by_id, [("alias", alias, s.alias_bonus),
                                            ("graph", reached["assertion"], s.graph_bonus)],
-                         seed_ids)
+                         seed_ids, scope)
             for p in by_id.values():
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
         ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
@@ -99,7 +101,8 @@ class GraphRetriever:
                     self._bonus(p, "same_section", s.same_section_bonus)
 
     def _expand(self, question: str, by_id: dict[str, RankedPage],
-                kinds: list[tuple[str, dict[str, list[str]], float]], seed_ids: set[str]) -> None:
+                kinds: list[tuple[str, dict[str, list[str]], float]], seed_ids: set[str],
+                scope: Scope | None = None) -> None:
         """For each ``(kind, reached, bonus)`` in turn, add ``bonus`` to the
         pages ``reached`` (``{page_id: path}``) whose dense score passes the
         gate; pages outside the shortlist enter as expanded pages. One dense
@@ -110,11 +113,9 @@ class GraphRetriever:
         docs = {}
         if outside:
             query = self.hybrid.embedder.query(question)
-            dense.update(self.index.dense(query, page_ids=outside))
-            entering = {pid.rpartition(":")[0] for pid in outside
-                        if pid not in seed_ids and dense[pid] >= self.s.gate}
-            if entering:
-                docs = {d.doc_id: d for d in self.graph.documents(sorted(entering))}
+            dense.update(self.index.dense_for(query, outside))
+            docs = self.hybrid.visible([pid for pid in outside if pid not in seed_ids
+                                        and dense[pid] >= self.s.gate], scope)
         for kind, reached, bonus in kinds:
             for pid in reached:
                 if pid in seed_ids:
@@ -126,10 +127,11 @@ class GraphRetriever:
                 if pid not in by_id:
                     doc_id, _, number = pid.rpartition(":")
                     doc = docs.get(doc_id)
+                    if doc is None:  # not ready, or outside the caller's scope
+                        continue
                     base = round(self.s.dense_weight * dense[pid], 6)
                     by_id[pid] = RankedPage(page_id=pid, doc_id=doc_id, number=int(number),
-                                            score=base, source=doc.uri if doc else "",
-                                            title=doc.title if doc else "", bm25=0.0,
+                                            score=base, source=doc.uri, title=doc.title, bm25=0.0,
                                             dense=dense[pid],
                                             trace={"base": base, "seed": False, "expanded": True})
                 page = by_id[pid]

@@ -3,14 +3,16 @@
 ``s_base(p, q) = 0.4 * BM25_norm(p, q) + 0.6 * dense(p, q)``: BM25 min-max
 normalised over the candidate set, dense = cosine of the page's best chunk;
 the candidates are the union of the BM25 and dense top lists, and the top
-``shortlist`` (40) pages by hybrid score form the shortlist.
+``shortlist`` (40) pages by hybrid score form the shortlist. Candidates whose
+document is not ``ready`` in the graph (or outside the scope) are dropped
+before normalisation, so every index backend ranks alike.
 """
 
 from __future__ import annotations
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
-from pilar.model import RankedPage
+from pilar.model import Document, RankedPage, Scope
 from pilar.retrieval import PageIndex
 from pilar.retrieval.embeddings import Embedder
 
@@ -41,40 +43,55 @@ class HybridRetriever:
         self.settings = settings
         self.pool = pool or 2 * settings.shortlist
 
-    def shortlist(self, question: str) -> list[RankedPage]:
-        """The top ``settings.shortlist`` pages, best first, with score parts."""
+    def shortlist(self, question: str, scope: Scope | None = None) -> list[RankedPage]:
+        """The top ``settings.shortlist`` pages within ``scope``, best first,
+        with score parts."""
         s = self.settings
-        bm25 = self.index.bm25(question, self.pool)
+        bm25 = self.index.bm25(question, self.pool, scope)
         query = self.embedder.query(question)
-        dense_top = self.index.dense(query, self.pool)
-        candidates = list(dict.fromkeys([*bm25, *dense_top]))
-        dense = self.index.dense(query, page_ids=candidates)
+        dense_top = self.index.dense_top(query, self.pool, scope)
+        docs = self.visible(list(dict.fromkeys([*bm25, *dense_top])), scope)
+        candidates = [pid for pid in dict.fromkeys([*bm25, *dense_top])
+                      if pid.rpartition(":")[0] in docs]
+        dense = {**dense_top, **self.index.dense_for(
+            query, [pid for pid in candidates if pid not in dense_top])}
         norm = min_max({pid: bm25.get(pid, 0.0) for pid in candidates})
         scored = sorted(
             ((s.bm25_weight * norm[pid] + s.dense_weight * dense[pid], pid) for pid in candidates),
             key=lambda t: (-t[0], t[1]),
         )[: s.shortlist]
-        return self._ranked(scored, norm, dense, bm25)
+        return self._ranked(scored, norm, dense, bm25, docs)
 
-    def rank(self, question: str, page_ids: list[str]) -> list[RankedPage]:
-        """Score exactly ``page_ids`` (BM25 min-max normalised over them) for
-        ``question``, best first: the base scorer over a given candidate set."""
+    def rank(self, question: str, page_ids: list[str],
+             scope: Scope | None = None) -> list[RankedPage]:
+        """Score exactly those of ``page_ids`` that are visible within
+        ``scope`` (BM25 min-max normalised over them) for ``question``, best
+        first: the base scorer over a given candidate set."""
+        docs = self.visible(page_ids, scope)
+        page_ids = [pid for pid in page_ids if pid.rpartition(":")[0] in docs]
         query = self.embedder.query(question)
-        dense = self.index.dense(query, page_ids=page_ids)
+        dense = self.index.dense_for(query, page_ids)
         bm25 = self.index.bm25_for(question, page_ids)
         norm = min_max({pid: bm25.get(pid, 0.0) for pid in page_ids})
         s = self.settings
         scored = sorted(((s.bm25_weight * norm[pid] + s.dense_weight * dense[pid], pid)
                          for pid in page_ids), key=lambda t: (-t[0], t[1]))
-        return self._ranked(scored, norm, dense, bm25)
+        return self._ranked(scored, norm, dense, bm25, docs)
 
-    def _ranked(self, scored, norm, dense, bm25) -> list[RankedPage]:
-        doc_ids = list(dict.fromkeys(pid.rpartition(":")[0] for _, pid in scored))
-        docs = {d.doc_id: (d.uri, d.title) for d in self.graph.documents(doc_ids)}
+    def visible(self, page_ids: list[str], scope: Scope | None = None) -> dict[str, Document]:
+        """``{doc_id: Document}`` of the documents behind ``page_ids`` that are
+        ``ready`` and within ``scope``: one graph read."""
+        doc_ids = list(dict.fromkeys(pid.rpartition(":")[0] for pid in page_ids))
+        if not doc_ids:
+            return {}
+        return {d.doc_id: d for d in self.graph.documents(doc_ids)
+                if scope is None or scope.allows(d)}
+
+    def _ranked(self, scored, norm, dense, bm25, docs: dict[str, Document]) -> list[RankedPage]:
         out = []
         for score, pid in scored:
             doc_id, _, number = pid.rpartition(":")
-            uri, title = docs.get(doc_id, ("", ""))
+            uri, title = docs[doc_id].uri, docs[doc_id].title
             out.append(RankedPage(
                 page_id=pid, doc_id=doc_id, number=int(number), score=round(score, 6),
                 source=uri, title=title, bm25=round(norm[pid], 6), dense=round(dense[pid], 6),
