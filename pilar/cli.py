@@ -277,8 +277,8 @@ def _where(c) -> str:
     return ", ".join(parts)
 
 
-@app.command()
-def ask(question: str,
+@command()
+def ask(question: Annotated[str, typer.Argument(help="the question to answer")],
         budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
         k: Annotated[Optional[int], typer.Option("--k", help="pages to rank")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -428,7 +428,7 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
                   f"use --limit or LIMIT to see more[/]")
 
 
-@app.command("eval")
+@command("eval")
 def eval_(questions: Annotated[Path, typer.Argument(
               help="questions TSV: qid, question, answers ' | '-joined, optional gold "
                    "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],

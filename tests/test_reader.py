@@ -25,7 +25,10 @@ from pilar.reader.citations import cited_numbers, read_answer, short_answer
 from pilar.reader.images import crops, image_tokens, resize
 from pilar.reader.prompt import NOT_IN_EVIDENCE, SYSTEM, marked, messages, numbered
 from pilar.retrieval.embeddings import Embedder
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
+
+EXAMPLE = FIXTURES / "corpus" / "204-541.html"
+"""A small real page (Kanpur) to store before the CLI asks."""
 from tests.stub_openai import StubOpenAI
 from tests.test_llm import make_pdf
 
@@ -242,6 +245,9 @@ def test_cli_reader_failure_is_one_line(tmp_path):
         env = {**os.environ, "PILAR_HOME": str(tmp_path), "PILAR_LLM_BASE_URL": stub.base_url,
                "PILAR_LLM_MODEL": "text_http500", "PILAR_LLM_MAX_RETRIES": "0",
                "PYTHONPATH": str(ROOT)}
+        # a stored document, so that the search succeeds and the reader is called
+        subprocess.run([sys.executable, "-m", "pilar", "ingest", str(EXAMPLE)], env=env,
+                       capture_output=True, text=True, timeout=600, check=True)
         done = subprocess.run([sys.executable, "-m", "pilar", "ask", "who?"], env=env,
                               capture_output=True, text=True, timeout=600)
     lines = [ln for ln in done.stderr.splitlines() if ln.strip() and "nanobind" not in ln
