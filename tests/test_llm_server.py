@@ -122,10 +122,11 @@ def test_text_extraction_from_a_real_page_passes_quality_control(llm_base_url, t
                         llm_response_format="json_object", llm_concurrency=1,
                         llm_timeout=PATIENCE)
     inventory = load_inventory()
-    builder = AssertionBuilder(parsed.document.doc_id, EntityResolver(load_aliases(), 0.75),
-                               inventory)
+    resolver = EntityResolver(load_aliases(), 0.75)
+    builder = AssertionBuilder(parsed.document.doc_id, resolver, inventory)
     warnings: list[str] = []
     added = TextExtractor(settings, inventory).extract(builder, blocks, warnings)
+    resolver.resolve()  # as graph_build does: mentions get their entities first
     got = builder.finish()
     assert added == len(got) > 0, warnings
     text_of = {s.support_id: s.text for s in blocks}
