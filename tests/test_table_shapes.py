@@ -117,3 +117,19 @@ def test_unruled_header_lines_and_wrapped_header_stay_one_row(shared_data: Path)
     assert ("Date of Start of Outbreak",) in grid.header_paths
     food = next(u for u in report.units if u.kind == "row" and "Trivandrum" in u.cells)
     assert "Disease/ Illness: vi. Food Poisoning | No. of Cases: 950" in food.completed_text
+
+
+def test_unruled_pdf_wrapped_cell_title_row_and_repeated_header():
+    # no rules between rows: "xxxviii. / Dengue/ / Chikungunya" is one cell of
+    # one row, the title inside the table spans it, the header below it repeats
+    parsed = parse(SHAPES / "outbreaks.pdf")
+    [grid] = parsed.tables
+    assert grid.row_kinds == ["header", "body", "body", "body", "group", "header", "body",
+                              "body"]
+    assert ("Name of District",) in grid.header_paths
+    dengue = next(u for u in parsed.units if u.kind == "row" and "Westvale" in u.cells)
+    assert "Disease: xxxviii. / Dengue/ Chikungunya | Cases: 40 | Deaths: 1" in \
+        dengue.completed_text
+    late = next(u for u in parsed.units if u.kind == "row" and "Southgate" in u.cells)
+    assert late.context[-1] == "Outbreaks of previous weeks reported late"
+    assert not [u for u in parsed.units if u.kind == "row" and "Sl. No" in u.text]
