@@ -1,4 +1,4 @@
-"""The ``pilar`` command line (Typer): ingest, search, docs, delete, stats,
+"""The ``pilar`` command line (Typer): ingest, search, ask, docs, delete, stats,
 migrate, cypher, eval.
 
 Every command has the same reach as the Python API (:class:`pilar.Pilar`)
@@ -29,7 +29,7 @@ from rich.table import Table
 from pilar.config import MIN_BUDGET, PROFILES, Settings
 from pilar.errors import PilarError
 from pilar.eval.run import markdown_table
-from pilar.model import to_jsonable
+from pilar.model import answer_jsonable, to_jsonable
 
 EVAL_LIMIT = 300
 """Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
@@ -270,6 +270,81 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
     out.print(escape(pk.text), highlight=False)
 
 
+FLAG_NOTES = {
+    "no_citation": "the answer cites no item of the packet",
+    "unknown_citation": "the answer cites numbers the packet lacks: {unknown}",
+    "not_in_evidence": "the reader found no answer in the packet",
+    "truncated": "the answer was cut at the new-token limit (PILAR_READER_MAX_TOKENS)",
+}
+
+
+def _where(c) -> str:
+    parts = [f"page {c.page}"]
+    if c.section_path:
+        parts.append(" > ".join(c.section_path))
+    if c.table_index is not None:
+        cell = f"table {c.table_index}"
+        cell += f" row {c.row}" if c.row is not None else ""
+        cell += f" col {c.col}" if c.col is not None else ""
+        parts.append(cell)
+    if c.bbox:
+        parts.append("bbox (" + ", ".join(f"{v:.0f}" for v in c.bbox) + ")")
+    return ", ".join(parts)
+
+
+@command()
+def ask(question: Annotated[str, typer.Argument(help="the question to answer")],
+        budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
+        k: Annotated[Optional[int], typer.Option("--k", help="pages to rank")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+        stream: Annotated[bool, typer.Option(
+            "--stream", help="print the answer as it is generated")] = False,
+        profile: Annotated[Optional[str], typer.Option(
+            help="single-shot (default) or multi-hop")] = None,
+        home: HomeOpt = None) -> None:
+    """Answer QUESTION from the evidence packet, citing its items as [n]
+    (needs PILAR_LLM_BASE_URL: an OpenAI-compatible model server)."""
+    from pilar.config import PROFILES
+    from pilar.errors import ConfigError, LLMError
+
+    if profile is not None and profile not in PROFILES:
+        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    p = _pilar(home)
+    try:
+        result = p.ask(question, budget=budget, k=k, profile=profile, stream=stream)
+        if stream:
+            for delta in result:
+                if not as_json:
+                    out.print(delta, end="", highlight=False, markup=False)
+            if not as_json:
+                out.print()
+            answer = result.answer
+        else:
+            answer = result
+    except (ValueError, ConfigError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except LLMError as exc:
+        err.print(f"[red]reader failed:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    if as_json:
+        out.print_json(json.dumps(answer_jsonable(answer), ensure_ascii=False))
+        return
+    if not stream:
+        out.print(escape(answer.text.strip()), highlight=False)
+    for c in answer.citations:
+        out.print(f"[bold][{c.n}][/] {escape(c.citation.source)}, {escape(_where(c.citation))}",
+                  highlight=False)
+    for flag in answer.flags:
+        err.print("[yellow]note:[/] " + escape(FLAG_NOTES[flag].format(
+            unknown=", ".join(map(str, answer.unknown)))))
+    pk = answer.packet
+    err.print(f"packet: {len(pk.items)} items, {pk.tokens}/{pk.budget} tokens"
+              f"{' (estimate, ' + pk.tokenizer + ')' if pk.estimate else ''}"
+              f"{', ' + str(len(answer.images)) + ' crops' if answer.images else ''}; "
+              f"model {escape(answer.model)}")
+
+
 _PARTS = ("adjacent", "same_section", "alias", "graph")
 
 
@@ -368,7 +443,7 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
                   f"use --limit or LIMIT to see more[/]")
 
 
-@app.command("eval")
+@command("eval")
 def eval_(questions: Annotated[Path, typer.Argument(
               help="questions TSV: qid, question, answers ' | '-joined, optional gold "
                    "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],

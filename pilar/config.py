@@ -68,7 +68,6 @@ class Settings(BaseSettings):
     workers: int | None = Field(
         None, ge=0, description="ingest parse processes (default: the CPU cores; 0 = in process)")
     reranker_model: str | None = None
-    reader_model: str | None = None
     budget: int = Field(4500, ge=MIN_BUDGET, description="packet token budget (reader tokens)")
     max_query_chars: int = Field(4000, ge=1, description="longest question a search accepts "
                                  "(characters); longer ones are refused")
@@ -133,12 +132,19 @@ class Settings(BaseSettings):
 
     # assertion graph (PILAR §3.2-3.3, App. E.2-E.5; pilar.ingest.graph_build)
     llm_base_url: str | None = Field(
-        None, description="OpenAI-compatible endpoint for text extraction (e.g. a vLLM "
-        "server's http://host:8000/v1); unset = the rule-based extractor")
-    llm_model: str | None = Field(None, description="model name for text extraction")
-    llm_api_key: str | None = Field(None, description="API key of the LLM/VLM endpoint")
-    llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM/VLM request")
-    llm_max_retries: int = Field(2, ge=0, description="retries of the openai client per request")
+        None, description="OpenAI-compatible model server for text extraction and the reader "
+        "(e.g. a vLLM server's http://host:8000/v1); unset = rule-based extraction, no reader")
+    llm_model: str | None = Field(
+        None, description="model name on that server; unset = text extraction off, and the "
+        "reader asks the server's /v1/models (it must serve exactly one model)")
+    llm_api_key: str | None = Field(None, description="API key of the model server")
+    llm_timeout: float = Field(60.0, gt=0, description="seconds per model-server request")
+    llm_max_retries: int = Field(
+        2, ge=0, description="retries of the openai client per request (exponential backoff with "
+        "jitter; on connection errors, timeouts, 408, 409, 429 and 5xx)")
+    llm_response_format: Literal["json_schema", "json_object"] = Field(
+        "json_schema", description="how structured output is asked for: OpenAI's json_schema "
+        "(vLLM, OpenAI) or json_object with a schema key (llama-cpp-python's server)")
     llm_concurrency: int = Field(4, ge=1, description="LLM/VLM requests in flight per document")
     llm_max_failures: int = Field(
         3, ge=1, description="consecutive transport failures before a document stops calling")
@@ -158,6 +164,32 @@ class Settings(BaseSettings):
         None, description="predicate inventory TOML (default pilar/ingest/predicates.toml)")
     aliases_path: Path | None = Field(
         None, description="alias table TSV (default pilar/ingest/aliases.tsv)")
+
+    # reader (PILAR App. H.2-H.3; pilar.reader): the llm_* server unless overridden
+    reader_base_url: str | None = Field(
+        None, description="model server of the reader when it is not PILAR_LLM_BASE_URL")
+    reader_api_key: str | None = Field(None, description="its API key (default llm_api_key)")
+    reader_model: str | None = Field(
+        None, description="reader model name (default llm_model, else the server's only "
+        "model); also the tokenizer packets are counted with when it loads offline")
+    reader_tokenizer: str | None = Field(
+        None, description="tokenizer for packet budgets: a local Hugging Face folder or name, "
+        "or a .gguf file (default reader_model)")
+    reader_timeout: float | None = Field(None, description="seconds per reader request "
+                                         "(default llm_timeout)")
+    reader_max_tokens: int = Field(256, ge=1, description="new tokens per answer at most")
+    reader_temperature: float = Field(0.0, ge=0.0, description="0 = greedy (App. H.2)")
+    reader_images: bool = Field(
+        False, description="the reader is a VLM: table and figure crops of PDF pages in the "
+        "packet go to it as image parts, costed at its image-token count")
+    reader_image_share: float = Field(
+        0.25, ge=0.0, le=1.0, description="share of the budget held for crops when "
+        "reader_images is on")
+    reader_image_patch: int = Field(
+        16, description="the VLM's vision patch size in pixels (Qwen3-VL 16, Qwen2.5-VL 14); "
+        "2x2 patches make one image token")
+    reader_image_max_pixels: int = Field(
+        1280 * 32 * 32, description="pixels of one crop after resizing at most")
 
     # serving (pilar.api): keys, limits, roots
     api_keys: str = Field("", description="comma-separated API keys, each KEY or "
@@ -218,6 +250,11 @@ class Settings(BaseSettings):
     def llm_enabled(self) -> bool:
         """Text extraction goes to the LLM endpoint (both URL and model set)."""
         return bool(self.llm_base_url and self.llm_model)
+
+    @property
+    def reader_enabled(self) -> bool:
+        """A reader model server is configured (its own or the shared one)."""
+        return bool(self.reader_base_url or self.llm_base_url)
 
     @property
     def vlm_enabled(self) -> bool:

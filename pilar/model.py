@@ -370,12 +370,17 @@ class Citation:
 
 @dataclass(slots=True)
 class PacketItem:
-    """One excerpt of a packet with its citation and token cost."""
+    """One excerpt of a packet with its citation and token cost.
+
+    ``text`` may open with header lines (the page header, a unit group's
+    context and table header); the evidence line itself starts at character
+    ``body_start``, where a reader's ``[n]`` marker goes."""
 
     text: str
     citation: Citation
     tokens: int
     page_id: str = ""
+    body_start: int = 0
 
 
 @dataclass(slots=True)
@@ -396,6 +401,66 @@ class Packet:
     @property
     def citations(self) -> list[Citation]:
         return [item.citation for item in self.items]
+
+
+@dataclass(slots=True)
+class PacketImage:
+    """A table or figure crop sent to a VLM reader with the packet item it
+    illustrates (``item``: 0-based index into ``Packet.items``). ``png`` is
+    the rendered crop; ``width``/``height`` its pixels; ``tokens`` the
+    reader's image-token cost (PILAR App. G.1 "optional visual crops")."""
+
+    item: int
+    support_id: str
+    png: bytes
+    width: int
+    height: int
+    tokens: int
+
+
+@dataclass(slots=True)
+class AnswerCitation:
+    """One ``[n]`` of an answer resolved to the packet item it names:
+    ``n`` as written (1-based), the item's ``citation`` (document, page,
+    section path, support id, bbox or table cell) and the item's ``text``."""
+
+    n: int
+    citation: Citation
+    text: str
+
+
+AnswerFlag = Literal["no_citation", "unknown_citation", "not_in_evidence", "truncated"]
+
+
+@dataclass(slots=True)
+class Answer:
+    """What the reader returns (PILAR App. H.2-H.3).
+
+    ``text`` is the model's reply as given; ``short`` its first line without
+    citation markers (the short answer); ``citations`` the valid ``[n]`` in
+    order of first mention; ``unknown`` the cited numbers the packet lacks.
+    ``flags``: ``not_in_evidence`` (the reader said the packet does not hold
+    the answer), ``no_citation`` (an answer citing no packet item),
+    ``unknown_citation`` (a number outside 1..len(packet.items)),
+    ``truncated`` (the reply hit the new-token limit). ``packet`` is the
+    packet as the reader saw it (items numbered from 1), ``images`` the crops
+    sent with it. Token counts are the server's when it reports them."""
+
+    question: str
+    text: str
+    short: str
+    citations: list[AnswerCitation]
+    packet: Packet
+    model: str = ""
+    unknown: list[int] = field(default_factory=list)
+    flags: list[AnswerFlag] = field(default_factory=list)
+    images: list[PacketImage] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def not_in_evidence(self) -> bool:
+        return "not_in_evidence" in self.flags
 
 
 @dataclass(slots=True)
@@ -448,3 +513,15 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     return obj
+
+
+def answer_jsonable(answer: Answer) -> dict[str, Any]:
+    """An :class:`Answer` as JSON for every face (CLI ``--json``, REST): its
+    fields, ``not_in_evidence``, the packet's ``citations`` (item order) and
+    the crops without their PNG bytes."""
+    data = to_jsonable(answer)
+    data["not_in_evidence"] = answer.not_in_evidence
+    data["packet"]["citations"] = [to_jsonable(c) for c in answer.packet.citations]
+    for img in data["images"]:
+        img.pop("png", None)
+    return data

@@ -2,7 +2,7 @@
 
 It writes what ingestion returns to the graph store and the page index as
 one unit of work per document, and serves queries by calling retrieval, then
-packing. Backends come from config (:func:`pilar.stores.open_stores`).
+packing, then the reader. Backends come from config (:func:`pilar.stores.open_stores`).
 
 Writes follow DESIGN.md's protocol for two separate stores: the graph
 records the document ``pending``, the index is written, then the graph's
@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -32,10 +32,16 @@ from pilar.errors import ConfigError, EmptyStoreError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
+<<<<<<< HEAD
 from pilar.ingest import PageProgress, new_document, read_source
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
 from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Neighborhood,
                          Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
+=======
+from pilar.ingest import PageProgress, parse, read_source
+from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
+                         Neighborhood, Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
+>>>>>>> main
                          Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
@@ -44,6 +50,9 @@ from pilar.retrieval.embeddings import (QUERY_CACHE, Embedder, VectorCache, load
                                         page_vectors)
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
+
+if TYPE_CHECKING:
+    from pilar.reader import AnswerStream, Reader
 
 Progress = Callable[[IngestResult], None]
 FilePageProgress = Callable[[str, int, int], None]
@@ -144,8 +153,18 @@ class Pilar:
 
     @cached_property
     def tokens(self) -> TokenCounter:
-        return TokenCounter.for_reader(self.settings.reader_model, self.embedder.tokenizer,
-                                       self.settings.embedding_model, self.embedder.lock)
+        s = self.settings
+        return TokenCounter.for_reader(s.reader_tokenizer or s.reader_model or s.llm_model,
+                                       self.embedder.tokenizer, s.embedding_model,
+                                       self.embedder.lock)
+
+    @cached_property
+    def reader(self) -> "Reader":
+        """The reader (:class:`pilar.reader.Reader`) on the configured model
+        server; raises :class:`~pilar.errors.ReaderNotConfiguredError` without one."""
+        from pilar.reader import Reader
+
+        return Reader(self.settings, self.tokens)
 
     @cached_property
     def hybrid(self) -> HybridRetriever:
@@ -473,6 +492,46 @@ class Pilar:
                                   "`pilar ingest PATH`")
         pages = retriever.search(question, k, None if scope.unlimited else scope)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
+
+    def ask(self, question: str, budget: int | None = None, k: int | None = None,
+            profile: str | None = None, collections: list[str] | None = None,
+            doc_ids: list[str] | None = None, stream: bool = False) -> "Answer | AnswerStream":
+        """An answer to ``question`` from the packet of :meth:`search` (PILAR
+        App. H.2-H.3): the reader sees only the numbered packet (at most
+        ``budget`` reader tokens, markers included) and cites its items as
+        ``[n]``; the :class:`~pilar.model.Answer` holds the citations resolved
+        to supports, flags, and the packet. With ``PILAR_READER_IMAGES`` a
+        share of the budget (``PILAR_READER_IMAGE_SHARE``) holds table and
+        figure crops of PDF pages, costed in image tokens
+        (:mod:`pilar.reader.images`). ``stream=True`` returns an
+        :class:`~pilar.reader.AnswerStream` of text deltas. ``collections``
+        and ``doc_ids`` limit the pages as in :meth:`search`.
+
+        Raises :class:`~pilar.errors.ReaderNotConfiguredError` when no model
+        server is configured, :class:`~pilar.errors.LLMError` kinds when the
+        server fails (timeout, 5xx, refusal, empty reply), and what
+        :meth:`search` raises for bad arguments."""
+        reader = self.reader
+        s = self.settings
+        budget = s.budget if budget is None else budget
+        text_budget = budget
+        if s.reader_images and isinstance(budget, int):
+            text_budget = max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
+        hit = self.search(question, budget=text_budget, k=k, profile=profile,
+                          collections=collections, doc_ids=doc_ids)
+        context = reader.context(hit.packet, text_budget)
+        images = []
+        if s.reader_images:
+            from pilar.reader.images import crops
+
+            page_ids = list(dict.fromkeys(item.page_id for item in context.items))
+            material = self._page_material(page_ids)
+            docs = {d.doc_id: d for d in self.graph.documents(
+                list(dict.fromkeys(item.citation.doc_id for item in context.items)))}
+            images = crops(context, {pid: m[0] for pid, m in material.items()}, docs, s,
+                           budget - context.tokens)
+        return reader.stream(question, context, images) if stream else reader.answer(
+            question, context, images)
 
     def _budget_k(self, budget: int | None, k: int | None) -> tuple[int, int]:
         """``(budget, k)`` with settings' defaults, checked as :meth:`search` says."""

@@ -156,19 +156,28 @@ def open_stores(settings: Settings, create: bool = True) -> tuple[GraphStore, Pa
     ``settings.db_path`` (created unless ``create`` is False); no SQLite
     file is created when neither role is embedded.
 
-    Raises :class:`ConfigError` when a server backend lacks its URL,
+    Server stores are opened first, so their errors come before the
+    embedded file's. Raises :class:`ConfigError` when a server backend lacks its URL,
     :class:`EmptyStoreError` when ``create`` is False and there is no
     embedded store, and :class:`StoreError` when a store cannot be opened or
     reached.
     """
-    db = None
-    if "sqlite" in (settings.graph, settings.index):
-        db = SqliteDatabase(settings.db_path, create=create)
-    graph = _open_graph(settings, db)
+    # server stores first: a missing URL or an unreachable server is the
+    # error to report, even when the embedded file does not exist yet
+    graph = index = db = None
     try:
-        index = _open_index(settings, db)
+        if settings.graph != "sqlite":
+            graph = _open_graph(settings, None)
+        if settings.index != "sqlite":
+            index = _open_index(settings, None)
+        if graph is None or index is None:
+            db = SqliteDatabase(settings.db_path, create=create)
+        graph = graph or _open_graph(settings, db)
+        index = index or _open_index(settings, db)
     except BaseException:
-        graph.close()
+        for store in (graph, db):
+            if store is not None:
+                store.close()
         raise
     return graph, index
 

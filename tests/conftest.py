@@ -34,6 +34,8 @@ SERVER_MARKERS = {
     "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
     "elasticsearch": ("ELASTICSEARCH_URL", "./scripts/test starts a real Elasticsearch"),
     "browser": ("PILAR_CHROMIUM", "./scripts/test sets it when Debian's chromium is installed"),
+    "llm": ("LLM_TEST_BASE_URL", "./scripts/test starts llama-cpp-python's server "
+            "(tests/servers/llm)"),
 }
 """Marker -> (environment variable, how it gets set) for tests needing a server or tool."""
 
@@ -49,6 +51,20 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def llm_base_url() -> str:
+    """The real OpenAI-compatible model server of tests/servers/llm (``/v1`` URL)."""
+    url = os.environ.get("LLM_TEST_BASE_URL")
+    assert url, "LLM_TEST_BASE_URL must be set for tests marked llm"
+    return url
+
+
+@pytest.fixture(scope="session")
+def llm_tokenizer() -> str | None:
+    """The served model's tokenizer folder (LLM_TEST_TOKENIZER), if saved."""
+    return os.environ.get("LLM_TEST_TOKENIZER") or None
 
 
 @pytest.fixture(scope="session")

@@ -231,7 +231,7 @@ def test_server_paths_only_under_ingest_roots(served):
     inside = full.post("/v1/documents/paths", json={"paths": [str(CORPUS / "204-541.html")]})
     assert inside.status_code == 202
     job = wait_job(full, inside.json()["job_id"])
-    # the same bytes were uploaded before (under uploads/): this path is another source
+    # the same bytes were uploaded before: this path is recorded as another source
     assert [f["status"] for f in job["files"]] == ["new_source"]
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.errors import EmptyStoreError
 from pilar.model import Unit
-from pilar.packing.packet import block_order, tables_of
+from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
 from pilar.packing.selection import ScoredUnit, UnitSelector
 from tests.conftest import FIXTURES
 
@@ -136,7 +137,8 @@ def test_page_cache_is_emptied_by_delete(tmp_path):
     assert p.search("what is the tallest building in kanpur?", budget=512).packet.text == first
     assert p.delete(result.doc_id)
     assert not p._pages
-    assert p.search("what is the tallest building in kanpur?", budget=512).pages == []
+    with pytest.raises(EmptyStoreError):
+        p.search("what is the tallest building in kanpur?", budget=512)
 
 
 @pytest.fixture(scope="module")
@@ -204,3 +206,68 @@ def test_units_too_big_for_a_small_block_are_truncated_not_dropped(oversized: Pi
     packet = oversized.search("word word", budget=budget).packet
     assert packet.items and "word word" in packet.text
     assert oversized.tokens.count(packet.text) == packet.tokens <= budget
+
+
+def _sections(items) -> list[tuple[str, list]]:
+    """Packet items split into its sections: ("excerpt" | "block", items)."""
+    out: list[tuple[str, list]] = []
+    for item in items:
+        if item.text.startswith("## Evidence units"):
+            out.append(("block", []))
+        elif item.text.startswith("## "):
+            out.append(("excerpt", []))
+        out[-1][1].append(item)
+    return out
+
+
+def test_no_table_is_carried_twice_and_no_header_is_empty(store: Pilar):
+    questions = [line.split("\t")[1] for line in
+                 (CORPUS / "questions.tsv").read_text(encoding="utf-8").splitlines()[1:25]]
+    both = 0
+    for q in questions:
+        for budget in (3072, 4500):
+            packet = store.search(q, budget=budget).packet
+            excerpt_tables, block_tables = set(), set()
+            for kind, items in _sections(packet.items):
+                seen = block_tables if kind == "block" else excerpt_tables
+                seen.update((i.citation.doc_id, i.citation.page, i.citation.table_index)
+                            for i in items if i.citation.table_index is not None)
+            both += bool(block_tables)
+            assert not excerpt_tables & block_tables, q
+            # no header is ever printed empty (" | Years active")
+            assert not [line for line in packet.text.splitlines()
+                        if line.startswith(" | ") or line.startswith("| ") or " |  | " in line]
+    assert both  # the blocks carry tables (test_excerpt_row_comes_under_its_header_row
+    # shows an excerpt leaving out a table the block carries)
+
+
+def test_excerpt_row_comes_under_its_header_row(store: Pilar):
+    doc = next(d for d in store.docs() if Path(d.uri).stem == "204-98")
+    pid = f"{doc.doc_id}:1"
+    units = page_units(store, "204-98")
+    tables = tables_of(units)
+    q = "what was the time at the paris marathon?"
+    [page] = store.hybrid.rank(q, [pid])
+    ev = PageEvidence(page, store.graph.supports_on_pages([pid])[pid])
+    row = next(u for u in units if u.kind == "row" and "Paris Marathon" in u.text)
+    header = " | ".join(row.headers)
+    lines = "\n".join(i.text for i in page_excerpt(q, ev, store.tokens, 300, tables)).splitlines()
+    at = next(n for n, line in enumerate(lines) if "Paris Marathon" in line)
+    assert header in lines[:at] and lines.count(header) == 1
+    # a table the block carries is left out of the excerpt
+    skip = {(doc.doc_id, 1, row.table_index)}
+    text = "\n".join(i.text for i in page_excerpt(q, ev, store.tokens, 300, tables, skip))
+    assert "Paris Marathon" not in text and header not in text
+
+
+def test_key_value_rows_share_one_group_without_header_lines(store: Pilar):
+    units = page_units(store, "203-331")  # Marc Comb: an infobox
+    kv = [u for u in units if u.kind == "row" and u.headers and not u.headers[0]]
+    assert len(kv) >= 3
+    doc = next(d for d in store.docs() if Path(d.uri).stem == "203-331")
+    [page] = store.hybrid.rank("marc comb date of birth", [f"{doc.doc_id}:1"])
+    chosen = [ScoredUnit(u, 1.0, 1.0 - i / 100, 0) for i, u in enumerate(kv[:3])]
+    block = unit_block(chosen, {page.page_id: page}, {}, store.tokens, 400)
+    text = "\n".join(item.text for item in block).splitlines()
+    assert text[0] == "## Evidence units" and text[1].startswith("### ")
+    assert text[2:] == [" | ".join(c.replace("\n", " / ") for c in u.cells) for u in kv[:3]]

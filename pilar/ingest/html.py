@@ -78,6 +78,10 @@ _CAPTION_CLASSES = ("thumbcaption", "gallerytext")
 _CELL_BREAKS = frozenset({
     "br", "p", "div", "li", "dt", "dd", "ul", "ol", "dl", "tr", "td", "th", "table",
     "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "caption", "center"})
+_TEXT_BEFORE = ("boolean(preceding::text()[normalize-space()]"
+                "[not(ancestor::script or ancestor::style or ancestor::noscript)])")
+_LIST_MAX_ITEMS = 8
+_LIST_MAX_CHARS = 80
 _LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
 
 
@@ -89,6 +93,7 @@ def parse_html(data: bytes, doc: Document, settings: Settings) -> ParsedDocument
 
     The document's title is the ``<title>``, else the first ``<h1>``, else
     the bold subject of the first paragraph (MediaWiki's lead sentence),
+    else the heading of any level the page opens with (no text before it),
     else ``doc.title`` (the file stem for files). Units are at most
     ``settings.max_unit_chars`` long (long text is split); spans are capped
     at ``settings.max_span``. Caps, truncated input and charset guesses are
@@ -162,6 +167,15 @@ def _bold(cell) -> bool:
     if len(cell) != 1 or cell[0].tag not in ("b", "strong"):
         return False
     return not (cell.text or "").strip() and not (cell[0].tail or "").strip()
+
+
+def _short_list(el) -> bool:
+    """A ``ul``/``ol`` that reads as one cell value: 1 to
+    :data:`_LIST_MAX_ITEMS` items of at most :data:`_LIST_MAX_CHARS`
+    characters each."""
+    items = [li for li in el if li.tag == "li"]
+    return 0 < len(items) <= _LIST_MAX_ITEMS and all(
+        len(" ".join("".join(li.itertext()).split())) <= _LIST_MAX_CHARS for li in items)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -244,7 +258,14 @@ class _Reader:
                 continue
             bold = next(para.iter("b"), None)
             text = self._text(bold).replace("\n", " ") if bold is not None else ""
-            return text if len(text) <= 200 else ""
+            if 0 < len(text) <= 200:
+                return text
+            break
+        # A page that opens with a heading of another level is named by it.
+        first = next((el for el in body.iter(*_HEADINGS) if not any(
+            self._dropped(a, a.tag) for a in (el, *el.iterancestors()))), None)
+        if first is not None and not first.xpath(_TEXT_BEFORE):
+            return self._text(first).replace("\n", " ")[:200]
         return ""
 
     def run(self) -> None:
@@ -374,7 +395,8 @@ class _Reader:
 
     def _is_data_table(self, table, rows) -> bool:
         """wikitable / infobox, or at least 2 rows and 2 columns without block
-        content in the cells; anything else is layout, read as flow."""
+        content in the cells (short lists, such as two time ranges of one
+        day, are values, not blocks); anything else is layout, read as flow."""
         cls = table.get("class") or ""
         if "wikitable" in cls or "infobox" in cls:
             return True
@@ -382,7 +404,8 @@ class _Reader:
             return False
         if max(sum(1 for c in tr if c.tag in ("td", "th")) for tr, _ in rows) < 2:
             return False
-        return next(table.iterdescendants(*_LAYOUT_BLOCKS), None) is None
+        return not any(el.tag not in ("ul", "ol") or not _short_list(el)
+                       for el in table.iterdescendants(*_LAYOUT_BLOCKS))
 
     # -- text ---------------------------------------------------------------
 
@@ -481,7 +504,7 @@ class _Reader:
             return
         level = int(tag[1])
         sections = self.sections
-        if level == 1 and text == self.title:
+        if text == self.title and (level == 1 or not sections):
             sections.clear()
         else:
             while sections and sections[-1][0] >= level:

@@ -3,13 +3,16 @@
 quality control).
 
 Both talk to any OpenAI-compatible chat endpoint (vLLM in production)
-through the ``openai`` client, asking for JSON that follows a schema
-(``response_format={"type": "json_schema", ...}``):
+through the shared transport :mod:`pilar.llm`, asking for JSON that follows
+a schema (structured output); this module keeps the prompts, the schemas,
+reply validation and quality control:
 
 - :class:`TextExtractor` — per text block: ``{"assertions": [{subject,
   predicate, object, qualifiers}]}``, at most ``Settings.assertions_per_block``
   (5) kept per block; predicates normalised to the closed inventory
-  (unknown ones read ``related_to``, the phrase kept as ``predicate_text``).
+  (unknown ones read ``related_to``, the phrase kept as ``predicate_text``);
+  subject and object must be found in the passage (or be the page's
+  entity, the first section path entry): :func:`quality_control` stage 2.
 - :class:`VisualExtractor` — per PDF table or figure crop: the crop as a
   PNG data URL, its OCR text and caption; items add ``grounded`` (bool) and
   ``evidence`` (what in the crop shows it). :func:`quality_control` then
@@ -25,9 +28,8 @@ Failures never stop ingestion: timeouts, connection errors, HTTP errors
 (4xx, 5xx), refusals (a ``refusal`` in the message), malformed JSON and
 schema violations each become one warning in ``ParsedDocument.warnings``;
 after ``Settings.llm_max_failures`` consecutive transport failures the
-document makes no further calls. Requests time out after
-``Settings.llm_timeout`` seconds, with ``Settings.llm_max_retries`` retries
-by the client.
+document makes no further calls. Timeouts and retries are the transport's
+(``Settings.llm_timeout`` seconds, ``Settings.llm_max_retries`` retries).
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ from pydantic import BaseModel, Field, ValidationError
 from rapidfuzz import fuzz
 
 from pilar.config import Settings
-from pilar.errors import ConfigError
+from pilar.errors import ConfigError, LLMError
 from pilar.ingest.assertions import AssertionBuilder, object_mention
 from pilar.ingest.names import normalise
 from pilar.ingest.predicates import PredicateInventory
+from pilar.llm import Endpoint, LLMClient, is_transport_failure
 from pilar.model import Modality, ParsedDocument, Support
 
 __all__ = ["TextExtractor", "VisualExtractor", "Reply", "Item", "VisualItem",
@@ -143,18 +146,11 @@ def parse_reply(content: str | None, refusal: str | None, model: type[Item]) -> 
 
 
 class _OpenAIBackend:
-    """Chat completions on an OpenAI-compatible server, ``concurrency`` at a time."""
+    """Structured chat completions through the shared transport
+    (:class:`pilar.llm.LLMClient`), ``concurrency`` requests at a time."""
 
-    def __init__(self, settings: Settings, base_url: str, model: str):
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ConfigError("the openai package is needed for LLM/VLM extraction") from exc
-        self._openai = openai
-        self.model = model
-        self.client = openai.OpenAI(base_url=base_url, api_key=settings.llm_api_key or "EMPTY",
-                                    timeout=settings.llm_timeout,
-                                    max_retries=settings.llm_max_retries)
+    def __init__(self, settings: Settings, endpoint: Endpoint):
+        self.llm = LLMClient(endpoint)
         self.concurrency = max(1, settings.llm_concurrency)
         self.max_failures = max(1, settings.llm_max_failures)
 
@@ -164,13 +160,12 @@ class _OpenAIBackend:
         Stops calling after ``max_failures`` consecutive transport failures."""
         lock = threading.Lock()
         state = {"failures": 0}
-        fmt = {"type": "json_schema", "json_schema": {"name": "assertions", "schema": schema}}
 
         def one(messages: list[dict]) -> Reply:
             with lock:
                 if state["failures"] >= self.max_failures:
                     return Reply(error="skipped after repeated failures", transport=True)
-            reply = self._call(messages, fmt, model)
+            reply = self._call(messages, schema, model)
             with lock:
                 state["failures"] = state["failures"] + 1 if reply.transport else 0
             return reply
@@ -178,24 +173,12 @@ class _OpenAIBackend:
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(pool.map(one, requests))
 
-    def _call(self, messages: list[dict], fmt: dict, model: type[Item]) -> Reply:
-        openai = self._openai
+    def _call(self, messages: list[dict], schema: dict, model: type[Item]) -> Reply:
         try:
-            resp = self.client.chat.completions.create(
-                model=self.model, messages=messages, response_format=fmt, temperature=0)
-        except openai.APITimeoutError:
-            return Reply(error="timed out", transport=True)
-        except openai.APIConnectionError as exc:
-            return Reply(error=f"connection failed ({type(exc).__name__})", transport=True)
-        except openai.APIStatusError as exc:
-            refused = "refus" in str(exc).lower()
-            what = "refused" if refused else "HTTP error"
-            return Reply(error=f"{what} {exc.status_code}: {_first_line(exc)}",
-                         transport=exc.status_code >= 500)
-        if not resp.choices:
-            return Reply(error="reply has no choices")
-        msg = resp.choices[0].message
-        return parse_reply(msg.content, getattr(msg, "refusal", None), model)
+            done = self.llm.chat(messages, schema=schema, schema_name="assertions")
+        except LLMError as exc:
+            return Reply(error=str(exc), transport=is_transport_failure(exc))
+        return parse_reply(done.text, None, model)
 
 
 class _VllmBackend:
@@ -237,11 +220,6 @@ class _VllmBackend:
                 for out in outputs]
 
 
-def _first_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:160]
-
-
 def _warn(warnings: list[str], what: str, support_id: str, reply: Reply) -> None:
     if reply.error:
         warnings.append(f"{what} {support_id}: {reply.error}")
@@ -275,8 +253,7 @@ class TextExtractor:
         self.settings = settings
         self.inventory = inventory
         self.limit = settings.assertions_per_block
-        self.backend = backend or _OpenAIBackend(settings, settings.llm_base_url or "",
-                                                 settings.llm_model or "")
+        self.backend = backend or _OpenAIBackend(settings, Endpoint.extraction(settings))
         self.system = TEXT_PROMPT.format(limit=self.limit,
                                          predicates=", ".join(inventory.names))
 
@@ -292,8 +269,15 @@ class TextExtractor:
         added = 0
         for s, reply in zip(todo, replies):
             _warn(warnings, "text extraction", s.support_id, reply)
-            added += add_items(b, reply.items[:self.limit], s.support_id, "text", "llm", 0.8,
-                               lambda _: {"section": " > ".join(s.provenance.section_path)})
+            path = s.provenance.section_path
+            accepted, rejected = quality_control(
+                reply.items[:self.limit], VisualContext(section=s.text,
+                                                        page_entity=path[0] if path else ""))
+            if rejected:
+                warnings.append(f"text extraction {s.support_id}: QC dropped {len(rejected)} "
+                                f"({', '.join(sorted({r for _, r in rejected}))})")
+            added += add_items(b, [item for item, _, _ in accepted], s.support_id, "text",
+                               "llm", 0.8, lambda _: {"section": " > ".join(path)})
         return added
 
 
@@ -323,23 +307,28 @@ def _found(value: str, hay_norm: str, hay_numbers: set[str]) -> bool:
     return words in hay_norm or fuzz.partial_ratio(words, hay_norm) >= 90
 
 
-def quality_control(items: Sequence[VisualItem], ctx: VisualContext
-                    ) -> tuple[list[tuple[VisualItem, str, float]], list[tuple[VisualItem, str]]]:
-    """Two-stage QC of visual assertions (PILAR App. E.4).
+def quality_control(items: Sequence[Item], ctx: VisualContext
+                    ) -> tuple[list[tuple[Item, str, float]], list[tuple[Item, str]]]:
+    """Two-stage QC of visual assertions (PILAR App. E.4), stage 2 also for
+    text assertions (checked against their passage as ``section``).
 
     Returns ``(accepted, rejected)``: accepted as ``(item, verified_by,
     confidence)`` where ``verified_by`` names the texts that hold the
-    subject and object (``"ocr"``, ``"caption"``, ``"section"``, ``"none"``
-    when there was no text: confidence 0.5, else 0.8); rejected as ``(item,
-    reason)`` with reason ``"not grounded"`` (stage 1) or ``"unverified
-    subject"`` / ``"unverified object"`` (stage 2)."""
+    subject and object (``"ocr"``, ``"caption"``, ``"section"``, ``"page"``
+    for the page's own entity, ``"none"`` when there was no text: confidence
+    0.5, else 0.8); rejected as ``(item, reason)`` with reason ``"not
+    grounded"`` (stage 1, a :class:`VisualItem` not marked grounded) or
+    ``"unverified subject"`` / ``"unverified object"`` (stage 2). The page's
+    entity stands for the subject of a visual item and for either side of a
+    text item (a passage says "the label" for its page's subject)."""
     accepted, rejected = [], []
     hays = ctx.haystacks()
     norm = [(name, normalise(text), {n.replace(",", "") for n in _NUMBER.findall(text)})
             for name, text in hays]
     page = normalise(ctx.page_entity) if ctx.page_entity else ""
     for item in items:
-        if not item.grounded:
+        visual = isinstance(item, VisualItem)
+        if visual and not item.grounded:
             rejected.append((item, "not grounded"))
             continue
         if not norm:
@@ -349,7 +338,8 @@ def quality_control(items: Sequence[VisualItem], ctx: VisualContext
         ok = True
         for role, value in (("subject", item.subject), ("object", item.object)):
             where = [name for name, h, nums in norm if _found(value, h, nums)]
-            if not where and role == "subject" and page and normalise(value) == page:
+            if not where and (role == "subject" or not visual) and page and \
+                    normalise(value) == page:
                 where = ["page"]
             if not where:
                 rejected.append((item, f"unverified {role}"))
@@ -371,7 +361,7 @@ class VisualExtractor:
         model = settings.vlm_model or ""
         if backend is None:
             backend = _VllmBackend(settings, model) if settings.vlm_batch else _OpenAIBackend(
-                settings, settings.vlm_base_url or settings.llm_base_url or "", model)
+                settings, Endpoint.vlm(settings))
         self.backend = backend
 
     def extract(self, b: AssertionBuilder, parsed: ParsedDocument, source: bytes | None,

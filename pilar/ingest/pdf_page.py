@@ -27,8 +27,8 @@ from pilar.ingest.ocr import OcrPage, ocr_page, ocr_region, plan_render
 from pilar.ingest.pdf_figures import Figure, figure_regions, inner_text
 from pilar.ingest.pdf_layout import (TEXT_FLAGS, Block, LayoutAnalyser, Line, bullet_marks,
                                      extract_lines, group_blocks, region_rank)
-from pilar.ingest.pdf_tables import (find_tables, raster_tables, region_candidates,
-                                     ruled_candidates)
+from pilar.ingest.pdf_tables import (find_tables, horizontal_rules, raster_tables,
+                                     region_candidates, ruled_candidates)
 
 _DIR_ANGLE = {(1, 0): 0, (0, -1): 90, (-1, 0): 180, (0, 1): 270}
 
@@ -158,18 +158,20 @@ def parse_page(page: pymupdf.Page, analyser: LayoutAnalyser | None, settings: Se
         out.ocr = True
         lines, words = scan.lines, scan.words
 
+    hrules = horizontal_rules(drawings)
     if scan is not None:
         cands = []
         tables = raster_tables(scan.horizontal, scan.vertical, lines, words)
     else:
         cands = ruled_candidates(drawings)
-        tables = find_tables(page, lines, words, cands, warnings, drawings if identity else None)
+        tables = find_tables(page, lines, words, cands, warnings, drawings if identity else None,
+                             hrules)
     in_tables = sum(len(t.lines) for t in tables)
     regions: list = []
     if analyser and identity and not out.ocr and len(lines) - in_tables >= 0.4 * len(lines):
         regions = analyser.regions(page)  # skipped on pages that are mostly ruled tables
         more = region_candidates(regions, tables)
-        tables += find_tables(page, lines, words, more, warnings)
+        tables += find_tables(page, lines, words, more, warnings, hrules=hrules)
         cands += more
     boxes = [c.rect for c in cands if c.strategy in ("lines", "frame") and not any(
         pymupdf.Rect(t.bbox).intersects(c.rect) for t in tables)]

@@ -192,9 +192,17 @@ def _cover(a: pymupdf.Rect, b: pymupdf.Rect) -> float:
     return inter.get_area() / a.get_area() if a.get_area() > 0 and not inter.is_empty else 0.0
 
 
+def horizontal_rules(drawings: list[dict]) -> list[Box]:
+    """The page's thin horizontal rules (boxes, points), as
+    :func:`find_tables` wants them to tell drawn row boundaries from
+    wrapped text."""
+    return _rules(drawings)[0][:10000]
+
+
 def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
                 cands: list[Candidate], warnings: list[str],
-                drawings: list[dict] | None = None) -> list[PageTable]:
+                drawings: list[dict] | None = None,
+                hrules: list[Box] | None = None) -> list[PageTable]:
     """Run PyMuPDF's finder on the candidate regions and read the cells.
 
     All ruled candidates of a page share one finder call clipped to their
@@ -202,7 +210,10 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     does not matter); other candidates get one call each. ``words`` are
     ``page.get_text("words")`` tuples; ``drawings`` (``get_drawings()`` of
     the page in its own frame, optional) spare the finder extracting them
-    again. A finder failure appends a warning and skips the region.
+    again; ``hrules`` (:func:`horizontal_rules`) are the drawn row
+    boundaries: rows the finder cut where no rule runs are joined again when
+    they are one wrapped cell (:func:`_wrapped_rows`). A finder failure
+    appends a warning and skips the region.
     Tables with fewer than two columns, or two rows unless ruled, are
     discarded (rows and columns without text are dropped first).
     """
@@ -233,7 +244,7 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
             warnings.append(f"page {page.number + 1}: table finder failed ({type(exc).__name__})")
             continue
         for tab in (finder.tables if finder else ()):
-            table = _read(tab.cells, lines, words, strategy)
+            table = _read(tab.cells, lines, words, strategy, hrules=hrules or [])
             if table and not any(_cover(pymupdf.Rect(table.bbox), pymupdf.Rect(t.bbox)) > 0.5
                                  for t in out):
                 out.append(table)
@@ -258,9 +269,11 @@ def _index(axis: list[float], v: float) -> int:
 
 
 def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
-          hard_breaks: bool = True) -> PageTable | None:
+          hard_breaks: bool = True, hrules: list[Box] | None = None) -> PageTable | None:
     """Cells (bbox tuples from the finder) -> :class:`PageTable`; without
-    ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces."""
+    ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces.
+    With ``hrules`` (the page's horizontal rules), rows that are the wrapped
+    lines of one row are joined first (:func:`_wrapped_rows`)."""
     boxes = [tuple(c) for c in cells if c]
     if len(boxes) < 2:
         return None
@@ -297,6 +310,13 @@ def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
     texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
              for key, val in placed.items()}
+    if hrules is not None:
+        spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
+            else set()
+        joined = _wrapped_rows(placed, texts, by_cell, ys, hrules, spread)
+        if joined or spread:
+            return _read(_join_rows(placed, ys, joined, spread), lines, words, strategy,
+                         hard_breaks)
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     cover_r = [False] * n_rows
     cover_c = [False] * n_cols
@@ -321,6 +341,143 @@ def _read(cells: list, lines: list[Line], words: list[tuple], strategy: str,
             break
     return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
                      [xs[c] for c in keep_c])
+
+
+def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
+                  hrules: list[Box], spread: set[int] = frozenset()) -> set[int]:
+    """Inner row boundaries ``k`` (between rows ``k - 1`` and ``k``) that cut
+    one wrapped row in two. Two neighbouring rows with text (rows without
+    text between them are passed over) are one row when no drawn rule runs
+    between them, their cells have the same column extents, their text is
+    within a line's height, and either both are header rows (every
+    non-empty cell bold: ``"No."`` over ``"of"`` over ``"Cases"``) or one
+    is the stray line of a wrapped cell (at most one cell in four filled,
+    each under or over a filled cell of the other) closer to it than the
+    table's row pitch (the median gap between two full rows).
+    Rows in ``spread`` (titles inside the table) are never joined."""
+    above: dict[int, set[tuple[int, int]]] = {}
+    below: dict[int, set[tuple[int, int]]] = {}
+    starts: dict[int, list[tuple[int, int]]] = {}
+    n_cols = 0
+    for (r0, c0), (rs, cs, _) in placed.items():
+        above.setdefault(r0 + rs, set()).add((c0, cs))
+        below.setdefault(r0, set()).add((c0, cs))
+        if texts[(r0, c0)][0]:
+            starts.setdefault(r0, []).append((r0, c0))
+        n_cols = max(n_cols, c0 + cs)
+    if n_cols < 2:
+        return set()
+
+    def ruled(k: int) -> bool:  # a rule along the boundary under any of its cells
+        y = ys[k]
+        spans = [(placed[key][2][0], placed[key][2][2]) for key in starts.get(k, ())] or [
+            (placed[key][2][0], placed[key][2][2]) for key in placed if key[0] == k]
+        return any(abs((h[1] + h[3]) / 2 - y) <= 2.5 and any(
+            min(h[2], x1) - max(h[0], x0) >= 6 for x0, x1 in spans) for h in hrules)
+
+    def header(r: int) -> bool:
+        return all(texts[key][1] for key in starts[r])
+
+    def sparse(r: int) -> bool:
+        return n_cols >= 3 and 4 * len(starts[r]) <= n_cols
+
+    def gap(a: int, b: int) -> tuple[float, float] | None:
+        """Smallest gap between the text of a's and b's cells in one column
+        (without a common column: between the rows' text), and the line
+        height there; None when either holds no words."""
+        cols_b = {key[1]: key for key in starts[b]}
+        best = None
+        for key in starts[a]:
+            mate = cols_b.get(key[1])
+            if mate is None or not by_cell.get(key) or not by_cell.get(mate):
+                continue
+            g = min(w[1] for w in by_cell[mate]) - max(w[3] for w in by_cell[key])
+            h = min(w[3] - w[1] for w in by_cell[key] + by_cell[mate])
+            if best is None or g < best[0]:
+                best = (g, h)
+        if best is None:  # no column in common: the rows' text as a whole
+            wa = [w for key in starts[a] for w in by_cell.get(key, ())]
+            wb = [w for key in starts[b] for w in by_cell.get(key, ())]
+            if wa and wb:
+                best = (min(w[1] for w in wb) - max(w[3] for w in wa),
+                        min(w[3] - w[1] for w in wa + wb))
+        return best
+
+    def mates(r: int, other: int) -> bool:
+        cols = {key[1] for key in starts[other]}
+        return all(key[1] in cols for key in starts[r])
+
+    text_rows = sorted(starts)
+    pairs = list(zip(text_rows, text_rows[1:]))
+    full = sorted(g[0] for a, b in pairs if not sparse(a) and not sparse(b)
+                  and not (header(a) and header(b)) and (g := gap(a, b)) is not None)
+    pitch = full[len(full) // 2] if len(full) >= 2 else None
+    joined: set[int] = set()
+    for a, b in pairs:
+        if a in spread or b in spread:
+            continue
+        cuts = range(a + 1, b + 1)
+        if any(above.get(k) != below.get(k) or k not in below or ruled(k) for k in cuts):
+            continue
+        g = gap(a, b)
+        if g is None or g[0] > g[1]:
+            continue
+        if header(a) and header(b) or (pitch is None or g[0] < pitch - 0.75) and (
+                sparse(b) and mates(b, a) or sparse(a) and mates(a, b)):
+            joined.update(cuts)
+    return joined
+
+
+def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[float],
+                 xs: list[float]) -> set[int]:
+    """Rows of a text-aligned table that hold one text line of two or more
+    words running across column boundaries and nothing else: a title inside the table (``"Outbreaks
+    reported late"``), cut into columns by the finder."""
+    inner = xs[1:-1]
+    out: set[int] = set()
+    by_row: dict[int, list[tuple]] = {}
+    for (r0, c0), (rs, _, _) in placed.items():
+        if rs == 1:
+            by_row.setdefault(r0, []).extend(by_cell.get((r0, c0), []))
+    for r, ws in by_row.items():
+        if not ws:
+            continue
+        mid = [ln for ln in table_lines if ys[r] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= ys[r + 1]]
+        if len(mid) != 1:
+            continue
+        ln = mid[0]
+        if " " in ln.text.strip() and any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner) and all(
+                ln.bbox[0] - 1 <= (w[0] + w[2]) / 2 <= ln.bbox[2] + 1 for w in ws):
+            out.add(r)
+    return out
+
+
+def _join_rows(placed: dict, ys: list[float], joined: set[int],
+               spread: set[int] = frozenset()) -> list[Box]:
+    """The cell boxes with the rows on both sides of each boundary in
+    ``joined`` merged (cells of equal column extent become one box), and
+    each row in ``spread`` made one cell across the table."""
+    boxes: dict[tuple[int, int], list[float]] = {}
+    rows: dict[int, list[float]] = {}
+    for (r0, _), (rs, _, b) in placed.items():
+        if r0 in spread and rs == 1:
+            box = rows.setdefault(r0, list(b))
+            box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
+            box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
+    placed = {key: val for key, val in placed.items() if key[0] not in rows or val[0] != 1}
+    order = sorted(placed.items())
+    owner: dict[tuple[int, int, int], tuple[int, int]] = {}  # (end row, c0, cs) -> key
+    for (r0, c0), (rs, cs, b) in order:
+        key = owner.pop((r0, c0, cs), None) if r0 in joined else None
+        if key is not None:
+            box = boxes[key]
+            box[1], box[3] = min(box[1], b[1]), max(box[3], b[3])
+            box[0], box[2] = min(box[0], b[0]), max(box[2], b[2])
+        else:
+            key = (r0, c0)
+            boxes[key] = list(b)
+        owner[(r0 + rs, c0, cs)] = key
+    return [tuple(b) for b in boxes.values()] + [tuple(b) for b in rows.values()]
 
 
 def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]

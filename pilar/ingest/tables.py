@@ -270,13 +270,28 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
         if r == n and n - h0 > 1:  # every row is th: only the first is a header
             r = h0 + 1
         if r == h0 and r < n - 1 and (_mostly_header(distinct[h0], emphasized)
-                                      or _looks_like_header(cells, distinct, h0)):
+                                      or _looks_like_header(cells, distinct, h0)) \
+                and not (spans_into_body(h0) and _holds_values(distinct[h0][1:])):
             r = h0 + 1
     header_rows = range(h0, r)
     for i in header_rows:
         kinds[i] = "header"
-    header_paths = [_header_path(cells, header_rows, c) for c in range(width)]
-    header_texts = [tuple(cell.text for cell in distinct[i]) for i in header_rows]
+    # A header cell that runs down over two or more body rows is a row label
+    # of the rows it covers, not a column header: no column's path names it.
+    labels = {id(cells[i][c]) for i in header_rows for c in range(width)
+              if r + 1 < n and cells[r + 1][c] is cells[i][c]}
+    header_paths = [_header_path(cells, header_rows, c, labels) for c in range(width)]
+    header_texts = {tuple(_key(cell.text) for cell in distinct[i]) for i in header_rows}
+    last_labels = [_key(path[-1]) if path else "" for path in header_paths]
+
+    def repeats_header(i: int) -> bool:
+        # the row repeats a header row, or most of its cells (two or more)
+        # repeat their own column's header label
+        if tuple(_key(cell.text) for cell in distinct[i]) in header_texts:
+            return True
+        filled = [(c, cell) for c, cell in enumerate(cells[i]) if cell.text]
+        same = sum(1 for c, cell in filled if last_labels[c] and _key(cell.text) == last_labels[c])
+        return same >= 2 and 2 * same > len(filled)
     # Body: group rows label the rows below them; th+td rows are key-value.
     kv_ok = infobox or not header_rows
     group: str | None = None
@@ -289,16 +304,16 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
                 kinds[i] = "group"
                 group = row[0].text.replace("\n", " ")
                 continue
-        elif all_header(i) and len(row) > 1:
-            if tuple(cell.text for cell in row) in header_texts:
-                kinds[i] = "header"  # a repeated header row
+        elif all_header(i) and len(row) > 1 or repeats_header(i):
+            if repeats_header(i):
+                kinds[i] = "header"  # a repeated header row (e.g. below a section title)
                 continue
             if len(set(texts)) == 1 and i < n - 1 and not infobox:
                 kinds[i] = "group"
                 group = texts[0].replace("\n", " ")
                 continue
-        if kv_ok and len(row) >= 2 and row[0].is_header and row[0].text and not any(
-                cell.is_header for cell in row[1:]):
+        if kv_ok and len(row) >= 2 and row[0].is_header and row[0].text and (
+                not any(cell.is_header for cell in row[1:]) or _spans_down(cells, i, 0)):
             kinds[i] = "keyvalue"
         groups[i] = group
     return kinds, " — ".join(titles), header_paths, groups
@@ -337,9 +352,29 @@ def _distinct(row: list[GridCell]) -> list[GridCell]:
     return out
 
 
-def _header_path(cells: list[list[GridCell]], rows: range, col: int) -> tuple[str, ...]:
+def _key(text: str) -> str:
+    """Text compared loosely: lower case, letters and digits only."""
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _spans_down(cells: list[list[GridCell]], r: int, c: int) -> bool:
+    """The cell at (r, c) starts in row r and covers row r + 1 too."""
+    cell = cells[r][c]
+    return cell.origin[0] == r and r + 1 < len(cells) and cells[r + 1][c] is cell
+
+
+def _holds_values(row: list[GridCell]) -> bool:
+    """Some cell of ``row`` is a value, not a label: a ``td`` with text or
+    a text starting with a digit (``"412 kg"``)."""
+    return any(cell.text and (not cell.is_header or cell.text[0].isdigit()) for cell in row)
+
+
+def _header_path(cells: list[list[GridCell]], rows: range, col: int,
+                 labels: set[int] = frozenset()) -> tuple[str, ...]:
     path: list[str] = []
     for r in rows:
+        if id(cells[r][col]) in labels:
+            continue
         text = cells[r][col].text.replace("\n", " ")
         if text and (not path or path[-1] != text):
             path.append(text)

@@ -154,6 +154,8 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
             header_list = []
             for cell, c0, c1 in spans:
                 path = " > ".join(_span_path(grid.header_paths, c0, c1))
+                if grid.row_kinds[cell.origin[0]] == "header":
+                    path = ""  # a header cell reaching into the row labels it: no "X: X"
                 header_list.append(path)
                 value = render_cell(cell.text)
                 pairs.append(f"{path}: {value}" if path else value)
@@ -205,7 +207,9 @@ def row_spans(row: Sequence[GridCell]) -> list[tuple[GridCell, int, int]]:
 
 def _span_path(paths: Sequence[tuple[str, ...]], c0: int, c1: int) -> tuple[str, ...]:
     """Header path of a cell spanning columns c0..c1: the shared path, else
-    the common prefix, else the distinct column labels joined by ``" / "``."""
+    the common prefix followed by the distinct sub-headers it covers joined
+    by ``" / "`` (``("Memory", "Size / Type")``; at most three, else the
+    prefix alone)."""
     first = paths[c0] if c0 < len(paths) else ()
     if c0 == c1:
         return first
@@ -220,10 +224,11 @@ def _span_path(paths: Sequence[tuple[str, ...]], c0: int, c1: int) -> tuple[str,
             prefix.append(level[0])
         else:
             break
-    if prefix:
-        return tuple(prefix)
-    labels = _dedupe(p[-1] for p in (first, *others) if p)
-    return (" / ".join(labels),) if 0 < len(labels) <= 3 else ()
+    k = len(prefix)
+    labels = _dedupe(" > ".join(p[k:]) for p in (first, *others) if len(p) > k)
+    if 0 < len(labels) <= 3:
+        return (*prefix, " / ".join(labels))
+    return tuple(prefix)
 
 
 def _row_css_path(cells: Sequence[GridCell], r: int, table_path: str | None) -> str | None:

@@ -29,6 +29,9 @@ from pilar.packing.tokens import TokenCounter
 MAX_EXCERPT_LINES = 64
 """Candidate lines considered per page excerpt (best BM25 first)."""
 
+TableKey = tuple[str, int, int]
+"""A table of a page: (doc_id, page number, table index)."""
+
 
 @dataclass(slots=True)
 class PageEvidence:
@@ -57,45 +60,91 @@ def page_header(page: RankedPage) -> str:
     return f"## {page.title or page.source} (page {page.number})"
 
 
-def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter,
-                 limit: int) -> list[PacketItem]:
+def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter, limit: int,
+                 tables: dict[TableKey, list[Unit]] | None = None,
+                 skip: frozenset[TableKey] | set[TableKey] = frozenset()) -> list[PacketItem]:
     """The lines of ``ev.page`` that best match ``question`` (BM25 over its
     supports), printed in document order under the page header, within
-    ``limit`` tokens. A first line too long for the limit is truncated."""
+    ``limit`` tokens. A table row comes under its table's header row (from
+    the row units in ``tables``), printed once above the first row taken
+    from that table and paid for like a line (Tessera §3.3: a cell without
+    its headers is not evidence); rows of the tables in ``skip`` (the unit
+    block carries them) are left out. A first line too long for the limit
+    is truncated."""
     page = ev.page
-    lines = [s for s in ev.supports if s.text.strip() and s.kind not in ("table", "heading")]
+    lines = [s for s in ev.supports if s.text.strip() and s.kind not in ("table", "heading")
+             and _support_table(s, page) not in skip]
     header = page_header(page)
     header_cost = counter.count_one(header) + 1
     if not lines or limit <= header_cost + 8:
         return []
+    heads = {key: head for key in {_support_table(s, page) for s in lines} - {None}
+             if (head := _table_header(tables.get(key, ()) if tables else ()))}
+    head_cost = dict(zip(heads, counter.count_many(list(heads.values()))))
     scores = bm25_scores(tokens(question), [tokens(s.text) for s in lines])
     order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))[:MAX_EXCERPT_LINES]
     costs = dict(zip(order, counter.count_many([lines[i].text for i in order])))
     chosen: dict[int, tuple[str, int]] = {}
+    headed: set[TableKey] = set()
     spent = header_cost
     for i in order:
-        cost = costs[i] + 1
+        key = _support_table(lines[i], page)
+        extra = head_cost[key] + 1 if key in heads and key not in headed else 0
+        cost = costs[i] + 1 + extra
         if spent + cost <= limit:
             chosen[i] = (lines[i].text, costs[i])
             spent += cost
-        elif not chosen and limit - spent > 16:
+            if extra:
+                headed.add(key)
+        elif not chosen and not extra and limit - spent > 16:
             text = counter.truncate(lines[i].text, limit - spent - 1)
             chosen[i] = (text, counter.count(text))
             spent = limit
         if limit - spent < 8:
             break
     items = []
+    printed: set[TableKey] = set()
     for n, i in enumerate(sorted(chosen)):
         text, cost = chosen[i]
+        body = 0
+        key = _support_table(lines[i], page)
+        if key in headed and key not in printed:
+            printed.add(key)
+            text, cost, body = (f"{heads[key]}\n{text}", cost + head_cost[key] + 1,
+                                len(heads[key]) + 1)
         if n == 0:
-            text, cost = f"{header}\n{text}", cost + header_cost
+            text, cost, body = f"{header}\n{text}", cost + header_cost, body + len(header) + 1
         items.append(PacketItem(text=text, citation=cite(page, lines[i]), tokens=cost,
-                                page_id=page.page_id))
+                                page_id=page.page_id, body_start=body))
     return items
 
 
-TableKey = tuple[str, int, int]
-"""A table of a page: (doc_id, page number, table index)."""
+def _support_table(s: Support, page: RankedPage) -> TableKey | None:
+    """The table a row support belongs to (the key of :func:`tables_of`)."""
+    t = s.provenance.table_index if s.kind == "row" and s.provenance else None
+    return (page.doc_id, page.number, t) if t is not None else None
+
+
+def _table_header(rows: Iterable[Unit]) -> str:
+    """A table's header row as packed above its rows (``"Year | Title"``),
+    from its first row unit with column headers; "" when it has none
+    (key-value tables, such as infoboxes, carry their keys in the rows)."""
+    for u in rows:
+        if headers := _shown_headers(u):
+            return " | ".join(headers)
+    return ""
+
+
+def _shown_headers(u: Unit) -> tuple[str, ...]:
+    """The header paths printed above a row unit: none for a key-value row
+    (its key is its first cell) or a row without any header; never an empty
+    one (a column without a header shows its position as ``"-"``)."""
+    if u.kind != "row" or not any(u.headers):
+        return ()
+    if u.cells and not u.headers[0] and all(
+            h == u.cells[0].replace("\n", " / ").rstrip(" :") for h in u.headers[1:]):
+        return ()  # key-value row: ("", key, key...)
+    return tuple(h or "-" for h in u.headers)
 
 
 def table_key(u: Unit) -> TableKey | None:
@@ -157,70 +206,79 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
                supports: dict[str, Support], counter: TokenCounter,
                limit: int) -> list[PacketItem]:
     """Tessera §3.5 grouped packing: units taken in the given order within
-    ``limit`` tokens, grouped by (page, context path, table header) so each
-    context and header is printed once above its rows; groups in order of
-    their first unit, rows in document order."""
-    groups: dict[tuple, list[tuple[ScoredUnit, int]]] = {}
-    header_text: dict[tuple, tuple[str, int]] = {}
+    ``limit`` tokens, grouped by (page, context path) and within that by
+    table header, so each context path and each header row is printed once
+    above its rows (and paid for once); groups in order of their first
+    unit, rows in document order."""
     title = "## Evidence units"
     title_cost = counter.count_one(title) + 1
     spent = title_cost
     line_cost = counter.count_many([_line(s.unit) for s in selected])
-    keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context,
-             s.unit.headers if s.unit.kind == "row" else ()) for s in selected]
-    heads = {}
-    for key, s in zip(keys, selected):
-        if key not in heads:
-            heads[key] = _group_header(s.unit, pages.get(key[0]))
-    head_costs = dict(zip(heads, counter.count_many(list(heads.values()))))
-    for s, cost, key in zip(selected, line_cost, keys):
+    ctx_keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context) for s in selected]
+    head_keys = [(*ck, _shown_headers(s.unit)) for ck, s in zip(ctx_keys, selected)]
+    ctx_text = {}
+    for ck, s in zip(ctx_keys, selected):
+        if ck not in ctx_text:
+            ctx_text[ck] = _group_header(s.unit, pages.get(ck[0]))
+    head_text = {hk: " | ".join(hk[2]) for hk in dict.fromkeys(head_keys) if hk[2]}
+    ctx_cost = dict(zip(ctx_text, (c + 1 for c in counter.count_many(list(ctx_text.values())))))
+    head_cost = dict(zip(head_text, (c + 1 for c in counter.count_many(list(head_text.values())))))
+    groups: dict[tuple, dict[tuple, list[tuple[ScoredUnit, int]]]] = {}
+    for s, cost, ck, hk in zip(selected, line_cost, ctx_keys, head_keys):
         extra = cost + 1
-        if key not in groups:
-            head, head_cost = heads[key], head_costs[key] + 1
-            extra += head_cost
+        if ck not in groups:
+            extra += ctx_cost[ck]
+        if hk in head_text and hk not in groups.get(ck, {}):
+            extra += head_cost[hk]
         if spent + extra > limit:
             continue
-        if key not in groups:
-            groups[key] = []
-            header_text[key] = (head, head_cost)
-        groups[key].append((s, cost))
+        groups.setdefault(ck, {}).setdefault(hk, []).append((s, cost))
         spent += extra
     if not groups and selected:  # nothing fits whole: the best unit, truncated
-        s, key = selected[0], keys[0]
-        head, head_cost = heads[key], head_costs[key] + 1
-        room = limit - spent - head_cost - 1
+        s, ck, hk = selected[0], ctx_keys[0], head_keys[0]
+        room = limit - spent - ctx_cost[ck] - head_cost.get(hk, 0) - 1
         if room > 16:
             line = counter.truncate(_line(s.unit), room)
             cut = ScoredUnit(replace(s.unit, text=line, cells=()), s.lexical, s.score,
                              s.page_rank)
-            groups[key] = [(cut, counter.count(line))]
-            header_text[key] = (head, head_cost)
+            groups[ck] = {hk: [(cut, counter.count(line))]}
     items: list[PacketItem] = []
-    for key, members in groups.items():
-        members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
-                                    else -1, m[0].unit.unit_id))
-        page = pages.get(key[0])
-        for n, (s, cost) in enumerate(members):
-            text = _line(s.unit)
-            if n == 0:
-                text = f"{header_text[key][0]}\n{text}"
-                cost += header_text[key][1]
-            if not items:
-                text = f"{title}\n{text}"
-                cost += title_cost
-            citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else Citation(
-                doc_id=s.unit.doc_id, source="", page=s.unit.page, section_path=s.unit.context,
-                support_id=s.unit.support_id, table_index=s.unit.table_index)
-            items.append(PacketItem(text=text, citation=citation, tokens=cost, page_id=key[0]))
+    for ck, heads in groups.items():
+        page = pages.get(ck[0])
+        for g, (hk, members) in enumerate(heads.items()):
+            members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
+                                        else -1, m[0].unit.unit_id))
+            for n, (s, cost) in enumerate(members):
+                text, body = _line(s.unit), 0
+                if n == 0 and hk in head_text:
+                    text, cost, body = (f"{head_text[hk]}\n{text}", cost + head_cost[hk],
+                                        len(head_text[hk]) + 1)
+                if n == 0 and g == 0:
+                    text, cost, body = (f"{ctx_text[ck]}\n{text}", cost + ctx_cost[ck],
+                                        body + len(ctx_text[ck]) + 1)
+                if not items:
+                    text, cost, body = (f"{title}\n{text}", cost + title_cost,
+                                        body + len(title) + 1)
+                citation = cite(page, supports.get(s.unit.support_id), s.unit) if page else \
+                    Citation(doc_id=s.unit.doc_id, source="", page=s.unit.page,
+                             section_path=s.unit.context, support_id=s.unit.support_id,
+                             table_index=s.unit.table_index)
+                items.append(PacketItem(text=text, citation=citation, tokens=cost,
+                                        page_id=ck[0], body_start=body))
     return items
 
 
 def _group_header(u: Unit, page: RankedPage | None) -> str:
-    where = f" [{page.title or page.source}, page {page.number}]" if page else ""
-    head = f"### {' > '.join(u.context) or 'page'}{where}"
-    if u.kind == "row" and u.headers:
-        head += "\n" + " | ".join(u.headers)
-    return head
+    """The context line of a group: its context path, and the page when the
+    path does not start with the page's title (or it is not page 1)."""
+    where = ""
+    if page is not None:
+        name = page.title or page.source
+        if not u.context or u.context[0] != name:
+            where = f" [{name}, page {page.number}]"
+        elif page.number != 1:
+            where = f" [page {page.number}]"
+    return f"### {' > '.join(u.context) or 'page'}{where}"
 
 
 def _line(u: Unit) -> str:
@@ -242,7 +300,9 @@ def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEv
     rows (see :func:`block_order`). The base share is cut into items of about
     ``item_tokens``; the lowest-ranked items worth ``block_tokens`` (default:
     one item) are replaced by the unit block, which also takes what the page
-    excerpts leave unused; ``whole_table_share`` and ``neighbours`` shape its
+    excerpts leave unused. A table is carried once: tables of the block are
+    left out of the page excerpts (whose rows come under their header row
+    otherwise, :func:`page_excerpt`); ``whole_table_share`` and ``neighbours`` shape its
     order (:func:`block_order`). ``use_units=False`` gives page items only.
     """
     expanded = [p for p in ranked if p.trace.get("expanded")][:max_expanded]
@@ -255,23 +315,56 @@ def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEv
         n_block = min(n_items, max(1, math.ceil((block_tokens or per_item) / per_item - 1e-9)))
 
     support_by_id = {s.support_id: s for ev in evidence.values() for s in ev.supports}
+    tables = tables or {}
+    pages = {p.page_id: p for p in ranked}
+    excerpt_pages = base[: n_items - n_block]
+
+    def excerpts(skip: set[TableKey], limits: dict[str, int] | None = None
+                 ) -> list[PacketItem]:
+        return [item for page in excerpt_pages for item in page_excerpt(
+            question, evidence[page.page_id], counter,
+            per_item if limits is None else limits.get(page.page_id, 0), tables, skip)]
+
+    def block_for(limit: int) -> list[PacketItem]:
+        order = block_order(selected, tables, counter, limit, whole_table_share, neighbours)
+        return unit_block(order, pages, support_by_id, counter, limit)
+
     items: list[PacketItem] = []
-    for page in base[: n_items - n_block]:
-        items += page_excerpt(question, evidence[page.page_id], counter, per_item)
     if n_block:
-        pages = {p.page_id: p for p in ranked}
-        limit = base_budget - sum(it.tokens + 1 for it in items)  # equal cost, plus what items left
-        order = block_order(selected, tables or {}, counter, limit, whole_table_share, neighbours)
-        block = unit_block(order, pages, support_by_id, counter, limit)
+        # The packet never carries a table twice: the block's tables are left
+        # out of the page excerpts, and the block gets what that saves.
+        block = block_for(base_budget - per_item * len(excerpt_pages))
+        items = excerpts(_tables_in(block))
+        limit = base_budget - sum(it.tokens + 1 for it in items)
+        block = block_for(limit)
+        carried = _tables_in(block)
+        if carried & _tables_in(items):  # the larger block took a table an excerpt has
+            spent: dict[str, int] = {}
+            for it in items:
+                spent[it.page_id] = spent.get(it.page_id, 0) + it.tokens + 1
+            items = excerpts(carried, spent)  # each page within what it spent before
+        items += block
         if not block and base:  # units too big for the block: the next page's excerpt
             page = base[min(n_items - n_block, len(base) - 1)]
-            block = page_excerpt(question, evidence[page.page_id], counter, limit)
-        items += block
+            items += page_excerpt(question, evidence[page.page_id], counter, limit, tables)
+    else:
+        carried = set()
+        items = excerpts(carried)
     if expanded:
         share = (budget - base_budget) // len(expanded)
         for p in expanded:
-            items += page_excerpt(question, evidence[p.page_id], counter, share)
+            items += page_excerpt(question, evidence[p.page_id], counter, share, tables,
+                                  carried)
     return fit(items, counter, budget)
+
+
+def _item_table(item: PacketItem) -> TableKey | None:
+    c = item.citation
+    return (c.doc_id, c.page, c.table_index) if c.table_index is not None else None
+
+
+def _tables_in(items: list[PacketItem]) -> set[TableKey]:
+    return {key for item in items if (key := _item_table(item)) is not None}
 
 
 def fit(items: list[PacketItem], counter: TokenCounter, budget: int) -> Packet:

@@ -1,8 +1,10 @@
 """Token counting for packet budgets.
 
-Budgets are counted with the reader's tokenizer when ``PILAR_READER_MODEL``
-names a local tokenizer (transformers AutoTokenizer); offline without one,
-the embedder's tokenizer stands in and counts are marked as an estimate.
+Budgets are counted with the reader's tokenizer when ``PILAR_READER_TOKENIZER``
+(default ``PILAR_READER_MODEL``, then ``PILAR_LLM_MODEL``) names a local
+tokenizer (transformers AutoTokenizer: a folder, a cached hub name, or a
+llama.cpp ``.gguf`` file); offline without one, the embedder's tokenizer
+stands in and counts are marked as an estimate.
 """
 
 from __future__ import annotations
@@ -38,16 +40,21 @@ class TokenCounter:
     @classmethod
     def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str,
                    fallback_lock=None):
-        """The reader's tokenizer if ``reader_model`` loads offline, else the
-        fallback (the embedder's tokenizer, used under ``fallback_lock``),
-        marked as an estimate."""
+        """The reader's tokenizer if ``reader_model`` (a Hugging Face name or
+        folder, or a ``.gguf`` file, read with the ``gguf`` package) loads
+        offline, else the fallback (the embedder's tokenizer, used under
+        ``fallback_lock``), marked as an estimate."""
         if reader_model:
             try:
                 from transformers import AutoTokenizer
 
-                if Path(reader_model).is_dir():
+                path = Path(reader_model)
+                if path.is_dir() or path.is_file():
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                tok = AutoTokenizer.from_pretrained(reader_model)
+                if path.suffix == ".gguf" and path.is_file():  # llama.cpp model file
+                    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+                else:
+                    tok = AutoTokenizer.from_pretrained(reader_model)
                 return cls(tok, reader_model, estimate=False)
             except Exception:  # noqa: BLE001 - unreachable hub or bad name: fall back
                 pass

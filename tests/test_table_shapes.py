@@ -1,0 +1,135 @@
+"""Table shapes that break other tools, each as a small fixture of our own
+(tests/fixtures/shapes: HTML, and the PDF PyMuPDF printed from it with
+make_pdfs.py), read into a faithful grid (Tessera §3.3); and the camelot
+report whose unruled header lines and wrapped cells must stay one row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pilar.config import Settings
+from pilar.ingest.html import parse_html
+from pilar.ingest.pdf import parse_pdf
+from pilar.model import Document, ParsedDocument
+from tests.conftest import FIXTURES
+
+SHAPES = FIXTURES / "shapes"
+
+
+def parse(path: Path) -> ParsedDocument:
+    media = "application/pdf" if path.suffix == ".pdf" else "text/html"
+    doc = Document(doc_id="d", uri=str(path), title=path.stem, media_type=media,
+                   sha256="x", n_pages=1)
+    reader = parse_pdf if path.suffix == ".pdf" else parse_html
+    return reader(path.read_bytes(), doc, Settings())
+
+
+def rows(parsed: ParsedDocument) -> list[str]:
+    """Each row unit's cells paired with their headers (completed text
+    without its context)."""
+    return [u.completed_text.split(" | ", 1)[1] for u in parsed.units if u.kind == "row"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_lists_in_cells_stay_in_their_row(suffix):
+    parsed = parse(SHAPES / f"list_cells{suffix}")
+    assert not [u for u in parsed.units if u.kind == "list_item"]
+    [grid] = parsed.tables
+    assert grid.row_kinds == ["header", "body", "body", "body"]
+    saturday = next(u for u in parsed.units if u.kind == "row" and u.cells[0] == "Saturday")
+    hours = saturday.cells[1].replace("•", "").split()
+    assert " ".join(hours) == "10:00 - 13:00 14:00 - 18:30"
+    assert saturday.headers[:2] == ("Day", "Hours")
+    if suffix == ".html":  # list items kept apart inside the value
+        assert saturday.completed_text.endswith(
+            "Day: Saturday | Hours: 10:00 - 13:00 / 14:00 - 18:30 | Guided tours: 10:30 / 15:00")
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_first_column_rowspan_header_is_a_row_label(suffix):
+    parsed = parse(SHAPES / f"row_label{suffix}")
+    assert rows(parsed) == ["Pears: Conference / 412 kg", "Pears: Comice / 188 kg",
+                            "Plums: Victoria / 95 kg", "Plums: Opal / 61 kg",
+                            "Quinces: Vranja / 40 kg"]
+
+
+def test_rowspan_label_in_a_header_row_is_never_paired_with_itself():
+    # the first row is all th, its first cell spanning down beside values
+    html = b"""<table><tr><th rowspan="2">Pears</th><th>Conference</th><th>412 kg</th></tr>
+      <tr><td>Comice</td><td>188 kg</td></tr><tr><th>Plums</th><td>Victoria</td><td>95 kg</td></tr>
+      <tr><th>Quinces</th><td>Vranja</td><td>40 kg</td></tr></table>"""
+    doc = Document(doc_id="d", uri="x.html", title="x", media_type="text/html", sha256="x",
+                   n_pages=1)
+    parsed = parse_html(html, doc, Settings())
+    assert rows(parsed) == ["Pears: Conference / 412 kg", "Pears: Comice / 188 kg",
+                            "Plums: Victoria / 95 kg", "Quinces: Vranja / 40 kg"]
+    # a label spanning body rows under a real header row files no later row under it
+    html = b"""<table><tr><th rowspan="3">Pears</th><th>Variety</th><th>Weight</th></tr>
+      <tr><td>Comice</td><td>188 kg</td></tr><tr><td>Conference</td><td>12 kg</td></tr>
+      <tr><th>Plums</th><td>Victoria</td><td>95 kg</td></tr></table>"""
+    parsed = parse_html(html, doc, Settings())
+    assert rows(parsed) == ["Pears | Variety: Comice | Weight: 188 kg",
+                            "Pears | Variety: Conference | Weight: 12 kg",
+                            "Plums | Variety: Victoria | Weight: 95 kg"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_spanning_body_cell_and_header_corner_keep_covered_headers(suffix):
+    parsed = parse(SHAPES / f"spans{suffix}")
+    cards, points = parsed.tables
+    assert cards.header_paths == [("Card",), ("Memory", "Size"), ("Memory", "Type"), ("Power",)]
+    got = rows(parsed)
+    assert "Card: Kestrel 11 | Memory > Size / Type: 48 GDDR6 | Power: 300 W" in got
+    assert points.header_paths[:2] == [("Location", "Region"), ("Location", "Site")]
+    assert ("Location > Region: Nordland | Location > Site: Bodo depot | "
+            "Technicians > Day > count: 4 | Technicians > Night > count: 1") in got
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_infobox_rows_are_key_value_under_their_group(suffix):
+    parsed = parse(SHAPES / f"infobox{suffix}")
+    assert rows(parsed) == ["Born: 4 May 1971 / Porto Alegre", "Genres: Folk, chamber pop",
+                            "Years active: 1990 - 2011", "Labels: Cormorant Records"]
+    years = next(u for u in parsed.units if u.kind == "row" and u.cells[0] == "Years active")
+    assert years.context == ("Mira Castellan", "Musical career")
+
+
+def test_title_from_the_opening_heading_without_a_title_element():
+    assert parse(SHAPES / "heading_title.html").document.title == "Tide tables for Selvik"
+    para = next(u for u in parse(SHAPES / "heading_title.html").units if u.kind == "paragraph")
+    assert para.context == ("Tide tables for Selvik",)  # no repeat of the title heading
+
+
+def test_unruled_header_lines_and_wrapped_header_stay_one_row(shared_data: Path):
+    # camelot's mexican_towns.pdf: "Clave / Entidad" is one wrapped header
+    # cell, no rule between its lines; row_span_3.pdf: "No. / of / Cases"
+    towns = parse(shared_data / "pdf" / "real" / "mexican_towns.pdf")
+    grid = towns.tables[0]
+    assert grid.row_kinds[:2] == ["header", "body"]
+    assert grid.header_paths[:3] == [("Clave Entidad",), ("Nombre Entidad",),
+                                     ("Clave Municipio",)]
+    report = parse(shared_data / "pdf" / "real" / "row_span_3.pdf")
+    grid = report.tables[0]
+    assert grid.row_kinds.count("header") == 1
+    assert ("No. of Cases",) in grid.header_paths
+    assert ("Date of Start of Outbreak",) in grid.header_paths
+    food = next(u for u in report.units if u.kind == "row" and "Trivandrum" in u.cells)
+    assert "Disease/ Illness: vi. Food Poisoning | No. of Cases: 950" in food.completed_text
+
+
+def test_unruled_pdf_wrapped_cell_title_row_and_repeated_header():
+    # no rules between rows: "xxxviii. / Dengue/ / Chikungunya" is one cell of
+    # one row, the title inside the table spans it, the header below it repeats
+    parsed = parse(SHAPES / "outbreaks.pdf")
+    [grid] = parsed.tables
+    assert grid.row_kinds == ["header", "body", "body", "body", "group", "header", "body",
+                              "body"]
+    assert ("Name of District",) in grid.header_paths
+    dengue = next(u for u in parsed.units if u.kind == "row" and "Westvale" in u.cells)
+    assert "Disease: xxxviii. / Dengue/ Chikungunya | Cases: 40 | Deaths: 1" in \
+        dengue.completed_text
+    late = next(u for u in parsed.units if u.kind == "row" and "Southgate" in u.cells)
+    assert late.context[-1] == "Outbreaks of previous weeks reported late"
+    assert not [u for u in parsed.units if u.kind == "row" and "Sl. No" in u.text]
