@@ -32,16 +32,10 @@ from pilar.errors import ConfigError, EmptyStoreError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
-<<<<<<< HEAD
 from pilar.ingest import PageProgress, new_document, read_source
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
-from pilar.model import (DEFAULT_COLLECTION, Document, Entity, IngestResult, Neighborhood,
-                         Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
-=======
-from pilar.ingest import PageProgress, parse, read_source
 from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
                          Neighborhood, Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
->>>>>>> main
                          Support, Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector

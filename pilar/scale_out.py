@@ -13,6 +13,7 @@ workers' ``PYTHONPATH``).
 
 from __future__ import annotations
 
+import socket
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -54,6 +55,23 @@ def parse_and_embed(data: bytes, uri: str, settings: Settings):
     return parsed, reason, stages, vectors
 
 
+def _probe(address: str, timeout: float = 5.0) -> None:
+    """Connect to the ``host:port`` in ``address`` (``ray://`` stripped) within
+    ``timeout`` seconds, so an unreachable cluster fails at once rather than
+    after ``ray.init``'s minutes of retries; ``auto`` is left to Ray (it fails
+    fast when no cluster is known). Raises :class:`ConfigError` (one line)."""
+    if address == "auto":
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--ray {address!r}: expected auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address!r}: "
+                          f"{exc.strerror or type(exc).__name__}") from None
+
+
 def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
                    address: str, in_flight: int | None = None) -> Iterator[Parsed[T]]:
     """Like :func:`pilar.ingest.parallel.parse_many`, on the Ray cluster at
@@ -70,6 +88,7 @@ def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settin
     except ImportError:
         raise ConfigError("--ray needs the extra pilar[ray] (pip install 'pilar[ray]')") from None
     if not ray.is_initialized():
+        _probe(address)
         try:
             ray.init(address=address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # noqa: BLE001 - any connection failure is a config problem
