@@ -87,8 +87,8 @@ def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settin
         import ray
     except ImportError:
         raise ConfigError("--ray needs the extra pilar[ray] (pip install 'pilar[ray]')") from None
+    _probe(address)  # also when this process is already connected (to another cluster)
     if not ray.is_initialized():
-        _probe(address)
         try:
             ray.init(address=address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # noqa: BLE001 - any connection failure is a config problem
