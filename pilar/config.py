@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     graph: Literal["sqlite", "neo4j"] = "sqlite"
     index: Literal["sqlite", "elasticsearch"] = "sqlite"
+    dense_index: Literal["ann", "exact"] = Field(
+        "ann", description="embedded dense search: an ANN index beside the store file "
+        "(home/dense/, usearch HNSW) or every vector in memory")
+    dense_dtype: Literal["f16", "i8"] = Field(
+        "f16", description="how the ANN index stores vectors (scores stay exact float32)")
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = Field(32, ge=1)
     embedding_device: str = Field(

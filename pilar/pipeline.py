@@ -679,9 +679,11 @@ class Pilar:
                 f"index:{self.index.name}": self.index.migrate()}
 
     def close(self) -> None:
-        """Close both stores (the object is unusable afterwards)."""
-        self.graph.close()
+        """Close both stores (the object is unusable afterwards); the index
+        first, as it may persist derived data read from a store file it
+        shares with the graph."""
         self.index.close()
+        self.graph.close()
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
                row_cap: int = 1000):

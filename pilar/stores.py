@@ -81,12 +81,28 @@ class SqliteDatabase:
         transaction, else this thread's reader connection (opened on first use)."""
         if self._owner == threading.get_ident():
             return self._writer
+        return self._reader()
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's reader connection (opened on first use)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
             with self._readers_lock:
                 self._readers.append(conn)
         return conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction on the last committed state, through this
+        thread's reader connection even inside its own write transaction
+        (so nothing uncommitted is seen): reads inside agree with each other."""
+        conn = self._reader()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
 
     def data_version(self) -> int:
         """A number that changes whenever a write is committed to the file,
@@ -200,9 +216,12 @@ def _open_graph(settings: Settings, db: SqliteDatabase | None) -> GraphStore:
 
 def _open_index(settings: Settings, db: SqliteDatabase | None) -> PageIndex:
     if settings.index == "sqlite":
+        from pilar.retrieval.dense import AnnDense, ExactDense
         from pilar.retrieval.sqlite import SqlitePageIndex
 
-        return SqlitePageIndex(db)
+        dense = (AnnDense(db, settings.home / "dense", dtype=settings.dense_dtype)
+                 if settings.dense_index == "ann" else ExactDense(db))
+        return SqlitePageIndex(db, dense)
     if settings.index == "elasticsearch":
         from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
 

@@ -112,15 +112,20 @@ def es_index(elasticsearch_url, request):
     index.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)])
+@pytest.fixture(params=["sqlite-ann", "sqlite-exact",
+                        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)])
 def page_index(request, tmp_path):
-    """Every PageIndex backend in turn (one contract): a real SQLite file, and
+    """Every PageIndex backend in turn (one contract): a real SQLite file
+    with either dense search (the ANN index beside it, or exact in memory), and
     the real Elasticsearch node when ELASTICSEARCH_URL is set."""
-    if request.param == "sqlite":
+    if request.param.startswith("sqlite"):
+        from pilar.retrieval.dense import AnnDense, ExactDense
         from pilar.retrieval.sqlite import SqlitePageIndex
         from pilar.stores import SqliteDatabase
 
-        index = SqlitePageIndex(SqliteDatabase(tmp_path / "pilar.sqlite"))
+        db = SqliteDatabase(tmp_path / "pilar.sqlite")
+        dense = AnnDense(db, tmp_path / "dense") if request.param == "sqlite-ann" else ExactDense(db)
+        index = SqlitePageIndex(db, dense)
         yield index
         index.close()
     else:

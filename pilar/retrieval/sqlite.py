@@ -2,20 +2,20 @@
 
 Lives in the same file as the embedded graph store (tables from
 ``migrations/sqlite/0002_page_index.sql``), so a document's pages and vectors
-commit together with its graph rows. The dense matrix is loaded into memory
-on first query and reloaded when the store changes.
+commit together with its graph rows. Dense search is delegated to a
+:class:`pilar.retrieval.dense.DenseSearch` (exact in memory, or an ANN index
+beside the file that follows the store's change log).
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from typing import NamedTuple
 
 import numpy as np
 
 from pilar.model import Page, Scope
 from pilar.retrieval import query_terms
+from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
 from pilar.stores import SqliteDatabase
 
 
@@ -29,48 +29,21 @@ def fts_query(question: str) -> str | None:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def _scope_sql(scope: Scope | None) -> tuple[str, tuple]:
-    """An ``AND ...`` clause on ``index_pages p`` for ``scope`` and its parameters."""
-    if scope is None or scope.unlimited:
-        return "", ()
-    clause, params = "", []
-    if scope.collections is not None:
-        clause += " AND p.collection IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(list(scope.collections)))
-    if scope.doc_ids is not None:
-        clause += " AND p.doc_id IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(list(scope.doc_ids)))
-    return clause, tuple(params)
-
-
-class _Matrix(NamedTuple):
-    """The dense matrix and what locates its rows, loaded together (one
-    consistent snapshot that threads share without locking)."""
-
-    matrix: np.ndarray
-    starts: np.ndarray  # first row of each page
-    ids: list[str]  # page ids, in row-block order
-    docs: np.ndarray  # doc id per page
-    collections: np.ndarray  # collection per page
-    positions: dict[str, int]  # page id -> index into ids
-
-
 class SqlitePageIndex:
     """PageIndex on the embedded SQLite file (see :class:`pilar.retrieval.PageIndex`)."""
 
     name = "sqlite"
 
-    def __init__(self, db: SqliteDatabase):
+    def __init__(self, db: SqliteDatabase, dense: DenseSearch | None = None):
         self.db = db
-        self._state: _Matrix | None = None
-        self._stamp: int | None = None
-        self._load_lock = threading.Lock()
+        self.dense = dense or ExactDense(db)
 
     def migrate(self) -> list[int]:
         """Apply pending ``migrations/sqlite`` files (shared with the graph store)."""
         return self.db.migrate()
 
     def close(self) -> None:
+        self.dense.close()
         self.db.close()
 
     def transaction(self):
@@ -141,7 +114,7 @@ class SqlitePageIndex:
         match = fts_query(question)
         if match is None:
             return {}
-        clause, params = _scope_sql(scope)
+        clause, params = scope_sql(scope)
         rows = self.db.conn.execute(
             "SELECT p.page_id, -bm25(page_fts) AS s FROM page_fts JOIN index_pages p "
             f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ?{clause} "
@@ -164,72 +137,10 @@ class SqlitePageIndex:
 
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` pages within ``scope`` whose best
-        vector is nearest ``query`` (exact, over the in-memory matrix)."""
-        found = self._page_max(query)
-        if found is None or n <= 0:
-            return {}
-        page_max, state = found
-        if scope is not None and not scope.unlimited:
-            keep = np.ones(len(page_max), dtype=bool)
-            if scope.collections is not None:
-                keep &= np.isin(state.collections, list(scope.collections))
-            if scope.doc_ids is not None:
-                keep &= np.isin(state.docs, list(scope.doc_ids))
-            page_max = np.where(keep, page_max, -np.inf)
-            n = min(n, int(keep.sum()))
-        if n >= len(page_max):
-            top = np.argsort(-page_max, kind="stable")[:n]
-        else:
-            part = np.argpartition(-page_max, n)[:n]
-            top = part[np.argsort(-page_max[part], kind="stable")]
-        return {state.ids[i]: float(page_max[i]) for i in top}
+        vector is nearest ``query`` (:class:`pilar.retrieval.dense.DenseSearch`)."""
+        return self.dense.top(query, n, scope)
 
     def dense_for(self, query: np.ndarray, page_ids: list[str]) -> dict[str, float]:
         """``{page_id: cosine}`` of exactly ``page_ids`` (0.0 for unknown
         pages and pages without vectors)."""
-        found = self._page_max(query)
-        if found is None:
-            return {pid: 0.0 for pid in page_ids}
-        page_max, state = found
-        pos = state.positions
-        return {pid: float(page_max[pos[pid]]) if pid in pos else 0.0 for pid in page_ids}
-
-    def _page_max(self, query: np.ndarray) -> tuple[np.ndarray, _Matrix] | None:
-        """Each vector-holding page's best cosine against ``query`` (in the
-        snapshot's ``ids`` order) and that snapshot, or None when no page
-        has a vector."""
-        state = self._load()
-        if state.matrix.shape[0] == 0:
-            return None
-        return np.maximum.reduceat(state.matrix @ query.astype(np.float32), state.starts), state
-
-    def _load(self) -> _Matrix:
-        """The dense matrix snapshot; reloaded when a write was committed to
-        the file since (by any connection, :meth:`SqliteDatabase.data_version`).
-        Safe under threads: one thread reloads, the others wait and share it."""
-        with self._load_lock:
-            stamp = self.db.data_version()
-            if self._state is not None and stamp == self._stamp:
-                return self._state
-            ids, docs, collections, counts, blobs = [], [], [], [], []
-            for page_id, doc_id, collection, blob in self.db.conn.execute(
-                "SELECT p.page_id, p.doc_id, p.collection, v.vector FROM page_vectors v "
-                "JOIN index_pages p ON p.rowid = v.page_rowid ORDER BY v.page_rowid, v.chunk"
-            ):
-                if not ids or ids[-1] != page_id:
-                    ids.append(page_id)
-                    docs.append(doc_id)
-                    collections.append(collection)
-                    counts.append(0)
-                counts[-1] += 1
-                blobs.append(blob)
-            if blobs:
-                matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
-            else:
-                matrix = np.zeros((0, 1), dtype=np.float32)
-            self._state = _Matrix(
-                matrix, np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64), ids,
-                np.array(docs, dtype=object), np.array(collections, dtype=object),
-                {pid: i for i, pid in enumerate(ids)})
-            self._stamp = stamp
-            return self._state
+        return self.dense.scores(query, page_ids)
