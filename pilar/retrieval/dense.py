@@ -47,6 +47,22 @@ def _best(scores: dict[str, float], n: int) -> dict[str, float]:
     return dict(ranked[:max(n, 0)])
 
 
+def _read_exact(c, query: np.ndarray, wanted: list[tuple[int, int]],
+                pages: dict[int, str]) -> dict[str, float]:
+    """``{page_id: best float32 cosine}`` over the ``(page rowid, chunk)``
+    vectors ``wanted`` (``pages``: rowid -> page id), read in one query."""
+    out: dict[str, float] = {}
+    for rowid, blob in c.execute(
+            "SELECT v.page_rowid, v.vector FROM json_each(?) w JOIN page_vectors v "
+            "ON v.page_rowid = w.value ->> 0 AND v.chunk = w.value ->> 1",
+            (json.dumps(wanted),)):
+        cos = float(np.frombuffer(blob, dtype="<f4") @ query)
+        pid = pages[rowid]
+        if cos > out.get(pid, -2.0):
+            out[pid] = cos
+    return out
+
+
 class DenseSearch(Protocol):
     """Dense scores over the embedded page index (one per store file)."""
 
@@ -214,19 +230,29 @@ class AnnDense:
             if index is None or len(index) == 0:
                 return {}
             k = max(4 * n, 64)
+            q = query.astype(np.float32)
             while True:
-                keys = index.search(query.astype(np.float32), min(k, len(index))).keys
-                rowids = list(dict.fromkeys(int(key) >> _CHUNK_BITS for key in keys))
+                found = index.search(q, min(k, len(index)))
+                hits: dict[int, list[tuple[int, float]]] = {}
+                for key, dist in zip(found.keys.tolist(), found.distances.tolist()):
+                    hits.setdefault(key >> _CHUNK_BITS, []).append(
+                        (key & ((1 << _CHUNK_BITS) - 1), 1.0 - dist))
                 with self.db.snapshot() as c:
-                    found = dict(c.execute(
+                    pages = dict(c.execute(
                         "SELECT p.rowid, p.page_id FROM index_pages p WHERE p.rowid IN "
-                        f"(SELECT value FROM json_each(?)){clause}", (json.dumps(rowids), *params)))
-                pages = [found[r] for r in rowids if r in found]
-                if len(pages) >= n or k >= len(index):
-                    break
+                        f"(SELECT value FROM json_each(?)){clause}",
+                        (json.dumps(list(hits)), *params)))
+                    if len(pages) >= n or k >= len(index):
+                        # the chunks the compact copies cannot tell from each page's best hit
+                        wanted = []
+                        for rowid in pages:
+                            best = max(sim for _, sim in hits[rowid])
+                            wanted += [(rowid, chunk) for chunk, sim in hits[rowid]
+                                       if sim >= best - _MARGIN[self.dtype]]
+                        scored = _read_exact(c, q, wanted, pages)
+                        break
                 k *= 4
-            scored = self._exact(query, pages)
-        return _best({k: v for k, v in scored.items() if v is not None}, n)
+        return _best(scored, n)
 
     def scores(self, query: np.ndarray, page_ids: list[str]) -> dict[str, float]:
         with self._lock:
@@ -268,15 +294,7 @@ class AnnDense:
                 # every chunk the compact copy cannot tell from the best one
                 wanted += [(rowid, int(j))
                            for j in np.flatnonzero(sims >= sims.max() - _MARGIN[self.dtype])]
-            by_page = {rowid: pid for pid, rowid, _ in rows}
-            for rowid, blob in c.execute(
-                    "SELECT v.page_rowid, v.vector FROM json_each(?) w JOIN page_vectors v "
-                    "ON v.page_rowid = w.value ->> 0 AND v.chunk = w.value ->> 1",
-                    (json.dumps(wanted),)):
-                cos = float(np.frombuffer(blob, dtype="<f4") @ q)
-                pid = by_page[rowid]
-                if out[pid] is None or cos > out[pid]:
-                    out[pid] = cos
+            out.update(_read_exact(c, q, wanted, {rowid: pid for pid, rowid, _ in rows}))
             return out
 
     # -- following the store ---------------------------------------------------
