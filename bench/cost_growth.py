@@ -1,8 +1,8 @@
 """Cost growth of the embedded store: search latency, peak RSS and ingest
 pages/s at growing corpus sizes, the ANN dense index vs exact search.
 
-    python bench/cost_growth.py --store DIR [--sizes 400,2000,10000] [--questions-n N]
-                                [--workers N] [--json OUT]
+    python bench/cost_growth.py --store DIR [--seed STORE] [--sizes 400,2000,10000]
+                                [--questions-n N] [--workers N] [--exact-up-to N] [--json OUT]
 
 The corpus is the dev pages (``wtq/dev/pages``) copied again and again, each
 copy with one short HTML comment appended (``<!-- copy K -->``), so every copy
@@ -114,6 +114,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--exact-up-to", type=int, default=10_000,
                     help="measure exact search only up to this many pages")
+    ap.add_argument("--seed", type=Path, default=None,
+                    help="start a new --store from this store folder's pilar.sqlite (copied; e.g. "
+                         "/work/stores/dev400): copy 0 is not ingested, its vectors not cached")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--measure", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -124,6 +127,13 @@ def main() -> None:
     from pilar import Pilar
 
     home = args.store / "home"
+    if args.seed and not (home / "pilar.sqlite").exists():
+        import shutil
+
+        home.mkdir(parents=True, exist_ok=True)
+        for name in ("pilar.sqlite", "pilar.sqlite-wal"):
+            if (args.seed / name).exists():
+                shutil.copy2(args.seed / name, home / name)
     per_copy = sum(1 for f in args.pages.iterdir() if f.suffix in (".html", ".htm"))
     report: dict = {"pages_per_copy": per_copy, "sizes": {}}
     done_copies = 0
