@@ -196,7 +196,8 @@ class AnnDense:
 
     A page's score: its vectors are ranked by the compact copies in the index,
     and the best one's float32 vector read from the store gives the cosine.
-    ``top`` asks the index for ``4n`` (at least 64) nearest vectors, widening
+    ``top`` asks the index for ``16n`` (at least 256) nearest vectors (a page
+    holds many: 4n rarely reached n pages on the dev store), widening
     until ``n`` pages within the scope are found or the index is exhausted;
     a scope naming documents is searched exactly over their pages.
     """
@@ -229,7 +230,7 @@ class AnnDense:
             index = self._sync()
             if index is None or len(index) == 0:
                 return {}
-            k = max(4 * n, 64)
+            k = max(16 * n, 256)
             q = query.astype(np.float32)
             while True:
                 found = index.search(q, min(k, len(index)))
