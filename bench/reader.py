@@ -43,11 +43,12 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from delivery import FlatChunks, load_questions  # noqa: E402 - the sibling bench
+from baselines import FlatChunks  # noqa: E402 - the sibling module
 
 from pilar import Pilar  # noqa: E402
 from pilar.errors import LLMError  # noqa: E402
 from pilar.eval.metrics import anls, citation_support, delivered, exact_match  # noqa: E402
+from pilar.eval.questions import load_questions  # noqa: E402
 from pilar.model import Citation, Packet, PacketItem  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -89,7 +90,7 @@ def main() -> None:
     docs = p.docs()
     sources = {d.doc_id: d.uri for d in docs}
     page_of = {Path(d.uri).stem: f"{d.doc_id}:1" for d in docs}
-    questions = [q for q in load_questions(args.questions, None) if q[1] in page_of]
+    questions = [q for q in load_questions(args.questions)[0] if q.gold and q.gold[0] in page_of]
     if args.limit and args.limit < len(questions):  # a fixed sample of the stored pages' questions
         questions = random.Random(13).sample(questions, args.limit)
     flat = FlatChunks(p, cache=Path("bench/out"))
@@ -101,8 +102,8 @@ def main() -> None:
     all_pages = sorted(page_of.values())
     rows: dict[tuple[str, str], list[dict]] = {}
     for setting in ("open", "gold"):
-        for question, gold, answers in track(questions, description=setting):
-            gold_pid = page_of[gold]
+        for q in track(questions, description=setting):
+            question, answers, gold_pid = q.question, list(q.answers), page_of[q.gold[0]]
             if setting == "open":
                 order = flat.rank(question)
                 ranked = p.retriever().search(question, p.settings.top_k)
