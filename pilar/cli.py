@@ -517,7 +517,7 @@ def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "1
 
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
-    """Serve the MCP tools (search, get_page, cypher) over stdio, for agent clients."""
+    """Serve the MCP tools (search, answer, get_page, cypher) over stdio, for agent clients."""
     from pilar.api.auth import Keyring
     from pilar.api.mcp_server import build_mcp
 

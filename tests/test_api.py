@@ -575,7 +575,7 @@ async def test_mcp_over_streamable_http(served):
     url = served["server"].url + "/mcp"
     async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
         names, result = await _mcp_search(streamable_http_client(url, http_client=http))
-    assert names == ["cypher", "get_page", "search"]
+    assert names == ["answer", "cypher", "get_page", "search"]
     packet = _structured(result)["packet"]
     assert packet["citations"] and 0 < packet["tokens"] <= 400
     async with httpx2.AsyncClient(timeout=60) as anon:
@@ -585,6 +585,17 @@ async def test_mcp_over_streamable_http(served):
         _, limited = await _mcp_search(streamable_http_client(url, http_client=http))
     cited = {c["doc_id"] for c in _structured(limited)["packet"]["citations"]}
     assert cited == set(_ids(served["alpha_job"]))
+    # the reader's answer (the stub's), and its faults as tool errors
+    from mcp import Client
+
+    async with httpx2.AsyncClient(headers={"X-API-Key": ALPHA}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            said = await client.call_tool("answer", {"question": KANPUR, "budget_tokens": 400})
+            failed = await client.call_tool("answer", {"question": f"FAULT-500 {KANPUR}"})
+    body = _structured(said)
+    assert body["short"] == "Ratan Tower" and body["citations"][0]["n"] == 1
+    assert {c["citation"]["doc_id"] for c in body["citations"]} <= set(_ids(served["alpha_job"]))
+    assert failed.is_error and "reader failed: HTTP error 500" in failed.content[0].text
 
 
 @pytest.mark.anyio
@@ -595,7 +606,7 @@ async def test_mcp_over_stdio(served):
     params = StdioServerParameters(command=sys.executable, args=["-m", "pilar", "mcp"],
                                    env={k: v for k, v in server.env.items()}, cwd=str(server.home))
     names, result = await _mcp_search(params)
-    assert names == ["cypher", "get_page", "search"]
+    assert names == ["answer", "cypher", "get_page", "search"]
     body = _structured(result)
     assert body["packet"]["citations"] and body["pages"]
 

@@ -49,6 +49,18 @@ def answer_events(first: str, deltas: Iterator[str], stream) -> Iterator[bytes]:
         yield _event("error", problem.model_dump_json(exclude_none=True))
 
 
+ANSWER_DESCRIPTION = (
+    "Answer a question from pilar's documents: the reader answers from the evidence packet "
+    "alone, citing its items as [n]; returns the answer, its citations resolved to supports "
+    "(document, page, section path, bbox or table cell), flags and the packet.")
+
+
+def run_answer(pilar, caller, req: AnswerRequest) -> AnswerResponse:
+    """One (not streamed) answer for ``caller`` (shared by REST and MCP)."""
+    return answer_response(scoping.answer(pilar, caller, req.question, req.budget_tokens,
+                                          req.k, req.profile, req.doc_ids, req.collections))
+
+
 def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["answer"],
                        responses={401: {"model": Problem}, 422: {"model": Problem}})
@@ -66,11 +78,10 @@ def routes(settings: Settings) -> APIRouter:
         cell), with flags (no_citation, unknown_citation, not_in_evidence,
         truncated). ``stream`` (or ``Accept: text/event-stream``): see the
         200 response."""
-        streamed = req.stream or SSE in request.headers.get("accept", "")
+        if not (req.stream or SSE in request.headers.get("accept", "")):
+            return run_answer(pilar, caller, req)
         result = scoping.answer(pilar, caller, req.question, req.budget_tokens, req.k,
-                                req.profile, req.doc_ids, req.collections, stream=streamed)
-        if not streamed:
-            return answer_response(result)
+                                req.profile, req.doc_ids, req.collections, stream=True)
         deltas = iter(result)
         # the first delta before the response starts: a reader failing at once (or
         # replying nothing, which finishing the stream reports) gets problem+json
