@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
-from pilar.errors import ConfigError, EmptyStoreError, IngestError, PilarError
+from pilar.errors import ConfigError, EmptyStoreError, IngestError, LLMError, PilarError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
@@ -106,6 +106,16 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
         if path and s.provenance.page in by_page:
             by_page[s.provenance.page][" > ".join(path)] = None
     return [list(by_page[p.number]) for p in parsed.pages]
+
+
+def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
+    """The :class:`~pilar.model.Scope` of a read; raises ``TypeError`` when
+    ``collections`` or ``doc_ids`` is not None or a list of strings."""
+    for name, value in (("collections", collections), ("doc_ids", doc_ids)):
+        if value is not None and (isinstance(value, str)
+                                  or not all(isinstance(v, str) for v in value)):
+            raise TypeError(f"{name} must be a list of strings, got {value!r}")
+    return Scope.of(collections, doc_ids)
 
 
 class Pilar:
@@ -373,11 +383,7 @@ class Pilar:
             raise ValueError(f"the question is {len(question):,} characters, over the "
                              f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
         budget, k = self._budget_k(budget, k)
-        for name, value in (("collections", collections), ("doc_ids", doc_ids)):
-            if value is not None and (isinstance(value, str)
-                                      or not all(isinstance(v, str) for v in value)):
-                raise TypeError(f"{name} must be a list of strings, got {value!r}")
-        scope = Scope.of(collections, doc_ids)
+        scope = _scope(collections, doc_ids)
         retriever = self.retriever(profile)
         if self.index.count() == 0:
             raise EmptyStoreError("the store holds no documents: add some with "
@@ -409,7 +415,7 @@ class Pilar:
                           collections=collections, doc_ids=doc_ids)
         return self._read(question, hit.packet, budget, stream)
 
-    def _text_budget(self, budget):
+    def _text_budget(self, budget: int) -> int:
         """The packet's share of ``budget`` (tokens): all of it, or without
         ``PILAR_READER_IMAGE_SHARE`` when crops go to a VLM reader."""
         s = self.settings
@@ -475,15 +481,10 @@ class Pilar:
         :class:`~pilar.errors.ReaderNotConfiguredError` with ``reader`` and
         no model server, and the errors of :meth:`search` for bad ``budget``,
         ``k``, ``profile`` or ``collections``."""
-        from pilar.errors import LLMError
-
         budget, k = self._budget_k(budget, k)
-        if collections is not None and (isinstance(collections, str)
-                                        or not all(isinstance(c, str) for c in collections)):
-            raise TypeError(f"collections must be a list of strings, got {collections!r}")
+        scope = _scope(collections, None)
         if reader:
             self.reader  # noqa: B018 - no reader: say so before the first question
-        scope = Scope.of(collections)
         retriever = self.retriever(profile)
         notes = []
         source = "questions"

@@ -341,7 +341,8 @@ def test_answer_without_a_reader_is_503(tmp_path):
     finally:
         server.stop()
     for resp in (r, s, e):
-        assert resp.status_code == 503 and resp.headers["content-type"] == "application/problem+json"
+        assert resp.status_code == 503
+        assert resp.headers["content-type"] == "application/problem+json"
         assert resp.json()["detail"].startswith("no reader is configured: set PILAR_LLM_BASE_URL")
 
 
@@ -423,7 +424,7 @@ def test_eval_requests_are_checked_at_the_boundary(served):
         ({"questions_path": str(PDF)}, 403),                                   # outside the roots
         ({"questions_path": str(served["inbox"] / "nope.tsv")}, 404),
         ({"questions_path": str(served["inbox"] / "escape" / PDF.name)}, 403),  # a symlink out
-        ({"questions_path": str(CORPUS / "204-541.html")}, 422),               # not a questions file
+        ({"questions_path": str(CORPUS / "204-541.html")}, 422),  # not a questions file
         ({}, 422), ({"questions": one, "questions_path": str(CORPUS)}, 422),
         ({"questions": [{"id": "1", "question": "x", "answers": []}]}, 422),
         ({"questions": one, "budget_tokens": 10}, 422),

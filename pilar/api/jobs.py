@@ -27,9 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pilar import Pilar
-from pilar.errors import PilarError
 from pilar.api import scoping
 from pilar.api.models import EvalReportOut, Job, JobFile, JobProgress
+from pilar.errors import PilarError
 
 log = logging.getLogger("pilar.api")
 

@@ -1,11 +1,11 @@
 """The MCP server (official ``mcp`` SDK): tools ``search``, ``answer``,
-``get_page`` and ``cypher``, served over streamable HTTP at ``/mcp`` by the app and over stdio
-by ``pilar mcp``.
+``get_page`` and ``cypher``, served over streamable HTTP at ``/mcp`` by the
+app and over stdio by ``pilar mcp``.
 
 The tools are the REST routes' own code (:func:`~pilar.api.routes.search.run_search`,
-:func:`~pilar.api.routes.answer.run_answer`, :func:`~pilar.api.routes.graph.run_cypher`, the scoping of
-:mod:`pilar.api.scoping`), so validation, limits and collection scoping are
-the same. Over HTTP every tool call is authenticated with the request's
+:func:`~pilar.api.routes.answer.run_answer`, :func:`~pilar.api.routes.graph.run_cypher`,
+the scoping of :mod:`pilar.api.scoping`), so validation, limits and
+collection scoping are the same. Over HTTP every tool call is authenticated with the request's
 headers (the ``/mcp`` gate refuses calls without a valid key first); over
 stdio the caller is the local user and sees every collection.
 """
