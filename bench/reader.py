@@ -47,7 +47,7 @@ from baselines import FlatChunks  # noqa: E402 - the sibling module
 
 from pilar import Pilar  # noqa: E402
 from pilar.errors import LLMError  # noqa: E402
-from pilar.eval.metrics import anls, citation_support, delivered, exact_match  # noqa: E402
+from pilar.eval.metrics import answer_figures, delivered  # noqa: E402
 from pilar.eval.questions import load_questions  # noqa: E402
 from pilar.model import Citation, Packet, PacketItem  # noqa: E402
 
@@ -113,7 +113,6 @@ def main() -> None:
                 ranked = p.hybrid.rank(question, allowed)
             packets = {"flat_chunks": flat_packet(flat, order, args.budget, sources),
                        "pilar": p.pack(question, ranked, args.budget)}
-            golds = [", ".join(answers)]
             for method, packet in packets.items():
                 context = reader.context(packet, args.budget)
                 t0 = time.perf_counter()
@@ -123,9 +122,10 @@ def main() -> None:
                     console.print(f"[red]reader failed[/] ({method}, {question!r}): {exc}")
                     rows.setdefault((setting, method), []).append({"failed": 1})
                     continue
+                figures = answer_figures(ans.short, answers, [c.text for c in ans.citations])
                 rows.setdefault((setting, method), []).append({
-                    "em": exact_match(ans.short, golds), "anls": anls(ans.short, golds),
-                    "cite": float(citation_support(answers, [c.text for c in ans.citations])),
+                    "em": figures["EM"], "anls": figures["ANLS"],
+                    "cite": figures["citation support"],
                     "delivery": float(delivered(answers, context.text)),
                     "no_cite": float("no_citation" in ans.flags),
                     "nie": float(ans.not_in_evidence), "seconds": time.perf_counter() - t0,
