@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
-from pilar.errors import ConfigError, EmptyStoreError, IngestError, LLMError, PilarError
+from pilar.errors import ConfigError, EmptyStoreError, LLMError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
