@@ -29,6 +29,12 @@ STREAM_DOC = ("`delta` events, each `{\"text\": ...}` (the reply as it is genera
               "`answer` event holding the whole answer (AnswerResponse); a reader failing "
               "midway ends the stream with an `error` event holding a Problem.")
 
+SSE_ITEM = {"type": "object", "required": ["event", "data"], "properties": {
+    "event": {"type": "string", "enum": ["delta", "answer", "error"]},
+    "data": {"type": "string", "contentMediaType": "application/json"}}}
+"""One event of the stream, as OpenAPI 3.2's ``itemSchema`` (the shape
+FastAPI declares for its own event streams)."""
+
 
 def _event(name: str, data: str) -> bytes:
     return format_sse_event(data_str=data, event=name)
@@ -66,7 +72,7 @@ def routes(settings: Settings) -> APIRouter:
                        responses={401: {"model": Problem}, 422: {"model": Problem}})
 
     @router.post("/answer", response_model=AnswerResponse, responses={
-        200: {"content": {SSE: {"schema": {"type": "string"}}}, "description":
+        200: {"content": {SSE: {"itemSchema": SSE_ITEM}}, "description":
               "the answer (JSON), or with `stream` server-sent events: " + STREAM_DOC},
         502: {"model": Problem, "description": "the reader's model server failed"},
         503: {"model": Problem, "description": "no reader is configured"},
