@@ -47,3 +47,33 @@ def test_a_new_migration_reindexes_and_swaps_the_alias(es_index, tmp_path, monke
     np.testing.assert_allclose(es_index.unit_vectors(["bbbb:u1"])["bbbb:u1"], unit(1, 0.2),
                                atol=1e-6)
     assert list(es_index.bm25("tallest building Kanpur", 1)) == ["aaaa:1"]
+
+
+def test_the_client_retries_a_refused_connection_after_a_backoff(es_index):
+    """A node that refuses one connection and is back at once: the client's
+    own retries, sleeping with backoff (at least 0.25 s before the first
+    retry), reach it; without a backoff all retries would be refused (the node is
+    back 0.1 s after the first refusal)."""
+    import threading
+    import time
+    from urllib.parse import urlparse
+
+    from pilar.errors import StoreError
+    from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
+    from tests.fault_proxy import CuttableProxy
+
+    target = urlparse(es_index.url)
+    proxy = CuttableProxy((target.hostname, target.port))
+    try:
+        index = ElasticsearchPageIndex(proxy.url, prefix=es_index.prefix)
+        proxy.cut()
+        back = threading.Thread(target=lambda: proxy.refused.wait(30) and (time.sleep(0.1), proxy.restore()))
+        back.start()
+        assert index.count() == 0
+        back.join()
+        proxy.cut()
+        with pytest.raises(StoreError, match=f"cannot reach Elasticsearch at {proxy.url}"):
+            index.count()  # refused on every retry: the error names service and URL
+        index.close()
+    finally:
+        proxy.close()

@@ -92,7 +92,8 @@ class ElasticsearchPageIndex:
     """PageIndex on Elasticsearch (see :class:`pilar.retrieval.PageIndex`).
 
     ``url`` is the node's HTTP URL, ``api_key`` an optional API key,
-    ``prefix`` the alias prefix (``PILAR_ELASTICSEARCH_INDEX``). Applies
+    ``prefix`` the alias prefix (``PILAR_ELASTICSEARCH_INDEX``);
+    ``request_timeout`` and the backoff's ``(base, cap)`` in seconds. Applies
     pending migrations on open. Raises :class:`StoreError` when the node
     cannot be reached.
     """
@@ -100,15 +101,21 @@ class ElasticsearchPageIndex:
     name = "elasticsearch"
 
     def __init__(self, url: str, api_key: str | None = None, prefix: str = "pilar",
-                 request_timeout: float = 30.0, max_retries: int = 3):
+                 request_timeout: float = 30.0, max_retries: int = 3,
+                 retry_backoff: tuple[float, float] = (0.5, 8.0)):
         from elasticsearch import Elasticsearch
 
         self.url = url
         self.prefix = prefix
         self.pages_alias = f"{prefix}-pages"
         self.units_alias = f"{prefix}-units"
+        # The transport retries connection errors, timeouts and 429/502/503/504
+        # up to max_retries times, sleeping between attempts with jittered
+        # exponential backoff (retry_backoff = (base, cap) seconds).
         self.client = Elasticsearch(url, api_key=api_key, request_timeout=request_timeout,
-                                    max_retries=max_retries, retry_on_timeout=True)
+                                    max_retries=max_retries, retry_on_timeout=True,
+                                    retry_backoff_base=retry_backoff[0],
+                                    retry_backoff_cap=retry_backoff[1])
         self._call("connect", self.client.info)
         self.migrate()
 
