@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -71,13 +72,15 @@ def _filters(scope: Scope | None) -> list[dict]:
     return out
 
 
-def _match(question: str) -> dict | None:
-    """The BM25 clause: the question's content words (:func:`query_terms`,
-    the same terms the embedded index ORs), any of which may match."""
-    terms = query_terms(question)
-    if not terms:
-        return None
-    return {"match": {"text": {"query": " ".join(terms), "operator": "or"}}}
+def fts5_weight(doc_freq: int, doc_count: int) -> float:
+    """How much more a term weighs in SQLite FTS5's BM25 than in Lucene's:
+    FTS5's idf, ``ln((N - n + 0.5) / (n + 0.5))`` (1e-6 when not positive),
+    over Lucene's, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, times FTS5's
+    ``k1 + 1`` (Lucene dropped it), for a term in ``doc_freq`` of
+    ``doc_count`` pages. Boosting each term's clause by it gives the
+    embedded index's BM25 (same tf and length normalisation, k1 1.2, b 0.75)."""
+    ratio = (doc_count - doc_freq + 0.5) / (doc_freq + 0.5)
+    return 2.2 * max(1e-6, math.log(ratio)) / math.log1p(ratio)
 
 
 def _knn(query: np.ndarray, k: int, filters: list[dict]) -> dict:
@@ -285,18 +288,51 @@ class ElasticsearchPageIndex:
                          filter_path="hits.hits._id,hits.hits._score", **body)
         return [(h["_id"], h["_score"]) for h in res.get("hits", {}).get("hits", [])]
 
+    def _match(self, question: str) -> dict | None:
+        """The BM25 clause for ``question``: its content words
+        (:func:`query_terms`, the terms the embedded index ORs) analysed as
+        the page text is, one ``term`` clause per analysed term boosted by
+        :func:`fts5_weight` (times its occurrences: FTS5 scores each OR-ed
+        word, two words of one stem twice), any of which may match; None when
+        no term is in the index. Term and page counts come from one
+        ``termvectors`` call on the question as an artificial document."""
+        terms = query_terms(question)
+        if not terms:
+            return None
+        res = self._call("read term statistics", self.client.termvectors,
+                         index=self.pages_alias, doc={"text": " ".join(terms)}, fields=["text"],
+                         term_statistics=True, field_statistics=True, positions=False,
+                         offsets=False, payloads=False)
+        found = res.get("term_vectors", {}).get("text")
+        if not found:
+            return None
+        doc_count = found["field_statistics"]["doc_count"]
+        clauses = [{"term": {"text": {"value": term, "boost": stats["term_freq"] * fts5_weight(
+                       stats["doc_freq"], doc_count)}}}
+                   for term, stats in found["terms"].items() if stats.get("doc_freq")]
+        if not clauses:
+            return None
+        return {"bool": {"should": clauses, "minimum_should_match": 1}}
+
     def bm25(self, question: str, n: int, scope: Scope | None = None) -> dict[str, float]:
-        """``{page_id: bm25}`` (Lucene BM25, k1=1.2, b=0.75) for the ``n``
-        best pages within ``scope``, best first."""
-        match = _match(question)
-        if match is None or n <= 0:
+        """``{page_id: bm25}`` for the ``n`` best pages within ``scope``, best
+        first: the embedded index's BM25 (SQLite FTS5's idf, k1=1.2,
+        b=0.75, see :meth:`_match`) on Lucene's term statistics; Lucene
+        stores page lengths in one byte (lossily for long pages), so scores agree with
+        the embedded index's to a few percent, not exactly."""
+        if n <= 0:
+            return {}
+        match = self._match(question)
+        if match is None:
             return {}
         query = {"bool": {"must": [match], "filter": _filters(scope)}}
         return {pid: float(s) for pid, s in self._hits("BM25 search", query=query, size=n)}
 
     def bm25_for(self, question: str, page_ids: list[str]) -> dict[str, float]:
-        match = _match(question)
-        if match is None or not page_ids:
+        if not page_ids:
+            return {}
+        match = self._match(question)
+        if match is None:
             return {}
         query = {"bool": {"must": [match], "filter": [{"ids": {"values": list(page_ids)}}]}}
         return {pid: float(s) for pid, s in self._hits("BM25 search", query=query,
