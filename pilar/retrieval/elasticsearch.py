@@ -305,13 +305,13 @@ class ElasticsearchPageIndex:
                          index=self.pages_alias, doc={"text": " ".join(terms)}, fields=["text"],
                          term_statistics=True, field_statistics=True, positions=False,
                          offsets=False, payloads=False)
-        found = res.get("term_vectors", {}).get("text")
-        if not found:
+        found = res.get("term_vectors", {}).get("text") or {}
+        doc_count = found.get("field_statistics", {}).get("doc_count", 0)
+        if not doc_count:
             return None
-        doc_count = found["field_statistics"]["doc_count"]
         clauses = [{"term": {"text": {"value": term, "boost": stats["term_freq"] * fts5_weight(
                        stats["doc_freq"], doc_count)}}}
-                   for term, stats in found["terms"].items() if stats.get("doc_freq")]
+                   for term, stats in found.get("terms", {}).items() if stats.get("doc_freq")]
         if not clauses:
             return None
         return {"bool": {"should": clauses, "minimum_should_match": 1}}
