@@ -147,16 +147,8 @@ def test_supports_units_and_sections_of_several_pages_in_one_read(graph_store):
 
 
 def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):
-    a = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower"])
-    b = _with_graph(parse(CORPUS / "204-268.html"), ["Ratan Planet"])
+    a, b = _linked_pair(graph_store)
     bd = b.document.doc_id
-    # Krishna Tower is also the object of one of b's assertions, and SAME_AS Ratan Planet
-    b.assertions.append(Assertion(f"{bd}:a9", bd, "Child Maurice", "related_to", "Krishna Tower",
-                                  "text", (b.supports[2].support_id,), {}, 0.9, True, "test",
-                                  object_entity="person:krishna tower"))
-    b.same_as = [SameAs("person:ratan planet", "person:krishna tower", 0.5, "test")]
-    graph_store.write_document(a)
-    graph_store.write_document(b)
     pa, pb = a.pages[0].page_id, b.pages[0].page_id
     assert pa < pb  # pages are ranked by (document, page number)
     sa = [s.support_id for s in a.supports]
