@@ -12,7 +12,9 @@ operations, test cases and failures it counted (from its JUnit report).
 Bounded by ``--max-examples`` per operation. On the embedded store
 ``POST /v1/cypher`` answers its documented 501 (Cypher needs Neo4j), a 5xx by
 design, so it is left out unless ``--neo4j-uri`` (or NEO4J_URI) puts the
-graph on Neo4j.
+graph on Neo4j; likewise ``POST /v1/answer`` and ``POST /v1/eval`` (with
+``reader``) answer their documented 503 without a reader, so they are left
+out unless ``PILAR_LLM_BASE_URL`` (or ``PILAR_READER_BASE_URL``) names one.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def main() -> None:
     server = ApiServer(tmp / "home", {"PILAR_API_KEYS": KEY, "PILAR_INGEST_ROOTS": str(corpus),
                                       **graph}).start()
     skip = [] if args.neo4j_uri else ["--exclude-path", "/v1/cypher"]
+    if not (os.environ.get("PILAR_LLM_BASE_URL") or os.environ.get("PILAR_READER_BASE_URL")):
+        skip += ["--exclude-path", "/v1/answer", "--exclude-path", "/v1/eval"]
     junit = tmp / "junit.xml"
     try:
         run = subprocess.run(

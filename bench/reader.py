@@ -43,11 +43,12 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from delivery import FlatChunks, load_questions  # noqa: E402 - the sibling bench
+from baselines import FlatChunks  # noqa: E402 - the sibling module
 
 from pilar import Pilar  # noqa: E402
 from pilar.errors import LLMError  # noqa: E402
-from pilar.eval.metrics import anls, citation_support, delivered, exact_match  # noqa: E402
+from pilar.eval.metrics import answer_figures, delivered  # noqa: E402
+from pilar.eval.questions import load_questions  # noqa: E402
 from pilar.model import Citation, Packet, PacketItem  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -89,7 +90,7 @@ def main() -> None:
     docs = p.docs()
     sources = {d.doc_id: d.uri for d in docs}
     page_of = {Path(d.uri).stem: f"{d.doc_id}:1" for d in docs}
-    questions = [q for q in load_questions(args.questions, None) if q[1] in page_of]
+    questions = [q for q in load_questions(args.questions)[0] if q.gold and q.gold[0] in page_of]
     if args.limit and args.limit < len(questions):  # a fixed sample of the stored pages' questions
         questions = random.Random(13).sample(questions, args.limit)
     flat = FlatChunks(p, cache=Path("bench/out"))
@@ -101,8 +102,8 @@ def main() -> None:
     all_pages = sorted(page_of.values())
     rows: dict[tuple[str, str], list[dict]] = {}
     for setting in ("open", "gold"):
-        for question, gold, answers in track(questions, description=setting):
-            gold_pid = page_of[gold]
+        for q in track(questions, description=setting):
+            question, answers, gold_pid = q.question, list(q.answers), page_of[q.gold[0]]
             if setting == "open":
                 order = flat.rank(question)
                 ranked = p.retriever().search(question, p.settings.top_k)
@@ -112,7 +113,6 @@ def main() -> None:
                 ranked = p.hybrid.rank(question, allowed)
             packets = {"flat_chunks": flat_packet(flat, order, args.budget, sources),
                        "pilar": p.pack(question, ranked, args.budget)}
-            golds = [", ".join(answers)]
             for method, packet in packets.items():
                 context = reader.context(packet, args.budget)
                 t0 = time.perf_counter()
@@ -122,9 +122,10 @@ def main() -> None:
                     console.print(f"[red]reader failed[/] ({method}, {question!r}): {exc}")
                     rows.setdefault((setting, method), []).append({"failed": 1})
                     continue
+                figures = answer_figures(ans.short, answers, [c.text for c in ans.citations])
                 rows.setdefault((setting, method), []).append({
-                    "em": exact_match(ans.short, golds), "anls": anls(ans.short, golds),
-                    "cite": float(citation_support(answers, [c.text for c in ans.citations])),
+                    "em": figures["EM"], "anls": figures["ANLS"],
+                    "cite": figures["citation support"],
                     "delivery": float(delivered(answers, context.text)),
                     "no_cite": float("no_citation" in ans.flags),
                     "nie": float(ans.not_in_evidence), "seconds": time.perf_counter() - t0,

@@ -27,7 +27,6 @@ from rich.table import Table
 from pilar.config import MIN_BUDGET, PROFILES, Settings
 from pilar.errors import PilarError
 from pilar.eval.run import markdown_table
-from pilar.model import answer_jsonable, to_jsonable
 
 EVAL_LIMIT = 300
 """Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
@@ -313,7 +312,9 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer")],
         err.print(f"[red]reader failed:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     if as_json:
-        out.print_json(json.dumps(answer_jsonable(answer), ensure_ascii=False))
+        from pilar.api.models import answer_response  # the REST API's response model
+
+        out.print_json(answer_response(answer).model_dump_json())
         return
     if not stream:
         out.print(escape(answer.text.strip()), highlight=False)
@@ -441,9 +442,13 @@ def eval_(questions: Annotated[Path, typer.Argument(
               help=f"fixed-seed sample of N questions (default {EVAL_LIMIT}; 0 = all)")] = None,
           json_out: Annotated[Optional[Path], typer.Option(
               "--json", help="write the report (figures and per-question rows) as JSON")] = None,
+          reader: Annotated[bool, typer.Option(
+              "--reader", help="also answer each question (needs PILAR_LLM_BASE_URL; slow) "
+                               "and report EM, ANLS and citation support")] = False,
           home: HomeOpt = None) -> None:
     """Evaluate search on QUESTIONS over the current store: recall@k, MRR,
-    support-chain coverage and evidence delivery, as a Markdown table."""
+    support-chain coverage and evidence delivery (with --reader also EM,
+    ANLS and citation support of the answers), as a Markdown table."""
     from pilar.config import PROFILES
     from pilar.errors import PilarError
 
@@ -461,6 +466,7 @@ def eval_(questions: Annotated[Path, typer.Argument(
         try:
             report = p.evaluate(questions, budget=budget, k=k, profile=profile,
                                 limit=EVAL_LIMIT if limit is None else (limit or None),
+                                reader=reader,
                                 progress=lambda done, total: bar.update(task, completed=done,
                                                                         total=total))
         except (PilarError, ValueError, TypeError) as exc:
@@ -475,7 +481,10 @@ def eval_(questions: Annotated[Path, typer.Argument(
     out.print(markdown_table(report), highlight=False, markup=False)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(to_jsonable(report), ensure_ascii=False, indent=1))
+        from pilar.api.models import EvalReportOut  # the API's eval job report
+
+        json_out.write_text(EvalReportOut.model_validate(report).model_dump_json(indent=1),
+                            encoding="utf-8")
         err.print(f"wrote {escape(str(json_out))}")
 
 
@@ -508,7 +517,7 @@ def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "1
 
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
-    """Serve the MCP tools (search, get_page, cypher) over stdio, for agent clients."""
+    """Serve the MCP tools (search, answer, get_page, cypher) over stdio, for agent clients."""
     from pilar.api.auth import Keyring
     from pilar.api.mcp_server import build_mcp
 

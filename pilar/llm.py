@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from pilar.config import Settings
 from pilar.errors import (LLMError, LLMReplyError, LLMRequestError, LLMTimeoutError,
@@ -131,12 +132,16 @@ class LLMClient:
         hold ``image_url`` parts). With ``schema`` (a JSON schema) the reply
         is constrained to JSON following it (see the module docstring); the
         caller validates it. Raises an :class:`~pilar.errors.LLMError` kind;
-        a reply with no choices is :class:`~pilar.errors.LLMReplyError`."""
+        a reply that is not a chat completion (not JSON) or has no choices is
+        :class:`~pilar.errors.LLMReplyError`."""
         extra = {"response_format": self._format(schema, schema_name)} if schema else {}
         if max_tokens is not None:
             extra["max_tokens"] = max_tokens
         resp = self._guard(lambda: self.client.chat.completions.create(
             model=self.model, messages=messages, temperature=temperature, **extra))
+        if not isinstance(resp, ChatCompletion):  # a body that is not JSON comes back as text
+            shown = " ".join(str(resp).split())[:80]
+            raise LLMReplyError(f"bad reply: not a chat completion ({shown})")
         if not resp.choices:
             raise LLMReplyError("the reply has no choices")
         choice = resp.choices[0]

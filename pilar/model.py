@@ -510,15 +510,3 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     return obj
-
-
-def answer_jsonable(answer: Answer) -> dict[str, Any]:
-    """An :class:`Answer` as JSON for every face (CLI ``--json``, REST): its
-    fields, ``not_in_evidence``, the packet's ``citations`` (item order) and
-    the crops without their PNG bytes."""
-    data = to_jsonable(answer)
-    data["not_in_evidence"] = answer.not_in_evidence
-    data["packet"]["citations"] = [to_jsonable(c) for c in answer.packet.citations]
-    for img in data["images"]:
-        img.pop("png", None)
-    return data

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
-from pilar.errors import ConfigError, EmptyStoreError, IngestError, PilarError
+from pilar.errors import ConfigError, EmptyStoreError, IngestError, LLMError, PilarError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.graph.linking import link_across
@@ -106,6 +106,16 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
         if path and s.provenance.page in by_page:
             by_page[s.provenance.page][" > ".join(path)] = None
     return [list(by_page[p.number]) for p in parsed.pages]
+
+
+def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
+    """The :class:`~pilar.model.Scope` of a read; raises ``TypeError`` when
+    ``collections`` or ``doc_ids`` is not None or a list of strings."""
+    for name, value in (("collections", collections), ("doc_ids", doc_ids)):
+        if value is not None and (isinstance(value, str)
+                                  or not all(isinstance(v, str) for v in value)):
+            raise TypeError(f"{name} must be a list of strings, got {value!r}")
+    return Scope.of(collections, doc_ids)
 
 
 class Pilar:
@@ -373,11 +383,7 @@ class Pilar:
             raise ValueError(f"the question is {len(question):,} characters, over the "
                              f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
         budget, k = self._budget_k(budget, k)
-        for name, value in (("collections", collections), ("doc_ids", doc_ids)):
-            if value is not None and (isinstance(value, str)
-                                      or not all(isinstance(v, str) for v in value)):
-                raise TypeError(f"{name} must be a list of strings, got {value!r}")
-        scope = Scope.of(collections, doc_ids)
+        scope = _scope(collections, doc_ids)
         retriever = self.retriever(profile)
         if self.index.count() == 0:
             raise EmptyStoreError("the store holds no documents: add some with "
@@ -403,15 +409,29 @@ class Pilar:
         server is configured, :class:`~pilar.errors.LLMError` kinds when the
         server fails (timeout, 5xx, refusal, empty reply), and what
         :meth:`search` raises for bad arguments."""
+        self.reader  # noqa: B018 - no reader: say so before retrieving
+        budget = self.settings.budget if budget is None else budget
+        hit = self.search(question, budget=self._text_budget(budget), k=k, profile=profile,
+                          collections=collections, doc_ids=doc_ids)
+        return self._read(question, hit.packet, budget, stream)
+
+    def _text_budget(self, budget: int) -> int:
+        """The packet's share of ``budget`` (tokens): all of it, or without
+        ``PILAR_READER_IMAGE_SHARE`` when crops go to a VLM reader."""
+        s = self.settings
+        if s.reader_images and isinstance(budget, int):
+            return max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
+        return budget
+
+    def _read(self, question: str, packet: Packet, budget: int,
+              stream: bool = False) -> "Answer | AnswerStream":
+        """The reader's answer from ``packet`` (built within
+        :meth:`_text_budget` of ``budget``), with crops in the rest of the
+        budget when ``PILAR_READER_IMAGES`` is on (see :meth:`ask`)."""
         reader = self.reader
         s = self.settings
-        budget = s.budget if budget is None else budget
-        text_budget = budget
-        if s.reader_images and isinstance(budget, int):
-            text_budget = max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
-        hit = self.search(question, budget=text_budget, k=k, profile=profile,
-                          collections=collections, doc_ids=doc_ids)
-        context = reader.context(hit.packet, text_budget)
+        text_budget = self._text_budget(budget)
+        context = reader.context(packet, text_budget)
         images = []
         if s.reader_images:
             from pilar.reader.images import crops
@@ -440,19 +460,31 @@ class Pilar:
 
     def evaluate(self, questions: str | Path | list[Question], budget: int | None = None,
                  k: int | None = None, profile: str | None = None, limit: int | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> EvalReport:
+                 progress: Callable[[int, int], None] | None = None, reader: bool = False,
+                 collections: list[str] | None = None) -> EvalReport:
         """Evaluate search over a questions file (format in
         :mod:`pilar.eval.questions`; ``limit``: a fixed-seed sample) or a list
         of :class:`~pilar.eval.questions.Question`: per question the first
         10 ranked pages give recall@1/5/10, recall@1-10 and MRR@10, the first
         ``k`` give support-chain coverage and the packet of at most ``budget``
         tokens whose evidence delivery is checked (:mod:`pilar.eval.run`).
-        ``progress(done, total)`` after each question.
+        With ``reader`` each question is also answered from its packet (as
+        :meth:`ask` does) and scored with EM, ANLS (threshold 0.5) and
+        citation support (:func:`pilar.eval.metrics.answer_figures`); an
+        answer the model server fails on gets no answer figures and is
+        counted in the report's ``notes``. ``collections`` (None = all)
+        limits the pages as in :meth:`search`. ``progress(done, total)``
+        after each question.
 
         Raises :class:`~pilar.errors.QuestionsError` for an unreadable file
-        (bad rows are skipped and listed in the report's ``notes``) and the
-        errors of :meth:`search` for bad ``budget``, ``k`` or ``profile``."""
+        (bad rows are skipped and listed in the report's ``notes``),
+        :class:`~pilar.errors.ReaderNotConfiguredError` with ``reader`` and
+        no model server, and the errors of :meth:`search` for bad ``budget``,
+        ``k``, ``profile`` or ``collections``."""
         budget, k = self._budget_k(budget, k)
+        scope = _scope(collections, None)
+        if reader:
+            self.reader  # noqa: B018 - no reader: say so before the first question
         retriever = self.retriever(profile)
         notes = []
         source = "questions"
@@ -461,16 +493,36 @@ class Pilar:
             questions, notes = load_questions(questions, limit)
         elif limit is not None:
             questions = questions[:limit]
-        notes.append("EM, ANLS and citation support need a reader: none is configured")
+        if not reader:
+            notes.append("EM, ANLS and citation support need answers: evaluate with a reader "
+                         "(reader=True, `pilar eval --reader`)")
+        failures: list[str] = []
+        text_budget = self._text_budget(budget) if reader else budget
 
         def method(q: Question) -> Retrieved:
-            pages = retriever.search(q.question, max(k, RANK_DEPTH))
-            return Retrieved(pages, self.pack(q.question, pages[:k], budget).text)
+            pages = retriever.search(q.question, max(k, RANK_DEPTH),
+                                     None if scope.unlimited else scope)
+            packet = self.pack(q.question, pages[:k], text_budget)
+            got = Retrieved(pages, packet.text)
+            if reader:
+                try:
+                    answer = self._read(q.question, packet, budget)
+                except LLMError as exc:
+                    failures.append(f"{q.qid}: {exc}")
+                else:
+                    got.prediction = answer.short
+                    got.cited = [c.text for c in answer.citations]
+            return got
 
-        return evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
-                        profile=profile or self.settings.profile, progress=progress, notes=notes,
-                        prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
-                        batch=QUERY_CACHE // 2)
+        report = evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
+                          profile=profile or self.settings.profile, progress=progress,
+                          notes=notes,
+                          prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
+                          batch=QUERY_CACHE // 2)
+        if failures:
+            report.notes.append(f"the reader failed on {len(failures)} question(s), left out "
+                                f"of EM, ANLS and citation support; first: {failures[0]}")
+        return report
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,
              use_units: bool = True) -> Packet:

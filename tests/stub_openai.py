@@ -16,7 +16,11 @@ A reply may hold ``content`` (a JSON value, sent as its JSON text; or a
 string, sent as is — how malformed JSON is recorded), ``refusal`` (the
 message's refusal text, content null), ``status`` + ``error`` (an HTTP
 error with an OpenAI-style error body) and ``delay`` (seconds to sleep
-first — how timeouts are recorded). ``match`` is looked up in the text parts
+first — how timeouts are recorded), ``raw`` (a body sent as is with status
+200 and ``text/html``: a reply that is not JSON at all) and, for streamed
+requests (``"stream": true``), ``deltas`` (text chunks sent as server-sent
+events) followed by ``stream_error`` (an error event midway — how a server
+failing mid-answer is recorded). ``match`` is looked up in the text parts
 of the last user message; the first reply that matches wins, else
 ``default``. Every request body is kept in :attr:`StubOpenAI.requests`.
 """
@@ -85,13 +89,18 @@ class StubOpenAI:
                 if reply.get("status", 200) != 200:
                     return self._send(reply["status"], {"error": reply.get("error") or {
                         "message": "stub error"}})
+                if "raw" in reply:
+                    return self._send(200, reply["raw"].encode(), "text/html")
+                if body.get("stream") and "deltas" in reply:
+                    return self._send(200, stub.events(body, reply), "text/event-stream")
                 return self._send(200, stub.completion(body, reply))
 
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict | bytes,
+                      media_type: str = "application/json") -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", media_type)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -128,6 +137,23 @@ class StubOpenAI:
             if reply.get("match", "") in text:
                 return reply
         return scenario.get("default", {"content": {"assertions": []}})
+
+    @staticmethod
+    def events(body: dict, reply: dict) -> bytes:
+        """A streamed reply: one ``chat.completion.chunk`` event per delta,
+        then an error event (``stream_error``) or ``[DONE]``."""
+        out = []
+        for text in reply["deltas"]:
+            chunk = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
+                     "model": body.get("model", ""),
+                     "choices": [{"index": 0, "delta": {"content": text},
+                                  "finish_reason": None}]}
+            out.append(f"data: {json.dumps(chunk)}\n\n")
+        if reply.get("stream_error"):
+            out.append(f"data: {json.dumps({'error': {'message': reply['stream_error']}})}\n\n")
+        else:
+            out.append("data: [DONE]\n\n")
+        return "".join(out).encode()
 
     @staticmethod
     def completion(body: dict, reply: dict) -> dict:

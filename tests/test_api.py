@@ -5,6 +5,9 @@ NEO4J_URI is set, and on the production stack (graph on Neo4j, page index on
 Elasticsearch, no SQLite file) when ELASTICSEARCH_URL is set too. One server
 per stack for the module: documents are uploaded once (collection
 ``default`` and ``alpha``) and every test reads them.
+Its reader is the FAULT-INJECTION stub (tests/stub_openai.py, scenario
+``reader_faults``: a word in the question picks the fault); real answers
+from a real model server are tested in tests/test_llm_server.py.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.serving import ApiServer, wait_job
+from tests.stub_openai import StubOpenAI
 
 CORPUS = FIXTURES / "corpus"
 PDF = FIXTURES / "pdf" / "204-268.pdf"
@@ -34,6 +38,16 @@ def _upload(client: httpx.Client, paths, collection: str, extra=()) -> dict:
     return r.json()
 
 
+@pytest.fixture(scope="module")
+def stub_reader():
+    """The fault-injection stub as the served reader's model server."""
+    with StubOpenAI() as stub:
+        yield stub
+
+
+READER_TIMEOUT = 1.5
+"""Seconds the served reader waits (the stub's timeout fault sleeps 4)."""
+
 STACKS = {"sqlite": ("sqlite", "sqlite"), "neo4j": ("neo4j", "sqlite"),
           "neo4j+elasticsearch": ("neo4j", "elasticsearch")}
 """Stack name -> (PILAR_GRAPH, PILAR_INDEX)."""
@@ -42,7 +56,7 @@ STACKS = {"sqlite": ("sqlite", "sqlite"), "neo4j": ("neo4j", "sqlite"),
 @pytest.fixture(scope="module", params=[
     "sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j),
     pytest.param("neo4j+elasticsearch", marks=[pytest.mark.neo4j, pytest.mark.elasticsearch])])
-def served(request, tmp_path_factory):
+def served(request, tmp_path_factory, stub_reader):
     """A running server with documents in ``default`` (and one in ``alpha``)
     and the ids the tests need."""
     import uuid
@@ -53,7 +67,10 @@ def served(request, tmp_path_factory):
     (inbox / "escape").symlink_to(FIXTURES / "pdf")  # a link inside a root to outside it
     graph, index = STACKS[request.param]
     env = {"PILAR_API_KEYS": f"{FULL},{ALPHA}:alpha",
-           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox}", "PILAR_GRAPH": graph, "PILAR_INDEX": index}
+           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox}", "PILAR_GRAPH": graph, "PILAR_INDEX": index,
+           # the reader only (no PILAR_LLM_MODEL: ingest extracts no assertions with it)
+           "PILAR_READER_BASE_URL": stub_reader.base_url, "PILAR_READER_MODEL": "reader_faults",
+           "PILAR_READER_TIMEOUT": str(READER_TIMEOUT), "PILAR_LLM_MAX_RETRIES": "0"}
     if index == "elasticsearch":  # indexes of this module only, dropped afterwards
         env["ELASTICSEARCH_URL"] = os.environ["ELASTICSEARCH_URL"]
         env["PILAR_ELASTICSEARCH_INDEX"] = f"pilar-test-api-{uuid.uuid4().hex[:12]}"
@@ -257,6 +274,213 @@ def test_server_paths_only_under_ingest_roots(served):
     assert [f["status"] for f in job["files"]] == ["new_source"]
 
 
+# -- answers (the reader is the fault-injection stub) --------------------------------
+
+KANPUR = "what is the tallest building in kanpur?"
+
+
+def _sse(text: str) -> list[tuple[str, dict]]:
+    """``(event, data)`` pairs of a server-sent-event body (data as JSON)."""
+    return [(e, json.loads(d)) for e, d in re.findall(r"event: (\w+)\r?\ndata: (.*)\r?\n", text)]
+
+
+def test_answer_cites_packet_items_resolved_to_supports(served):
+    r = served["full"].post("/v1/answer", json={"question": KANPUR, "budget_tokens": 400, "k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    # the stub replies "Ratan Tower [1]": the short answer and item 1 resolved
+    assert body["short"] == "Ratan Tower" and body["flags"] == [] and body["unknown"] == []
+    assert body["model"] == "reader_faults" and body["not_in_evidence"] is False
+    packet = body["packet"]
+    assert 0 < packet["tokens"] <= 400 and packet["items"]
+    [cite] = body["citations"]
+    assert cite["n"] == 1 and cite["citation"] == packet["citations"][0]
+    assert cite["text"] == packet["items"][0]["text"]
+    assert cite["citation"]["doc_id"] in _ids(served["job"]) and cite["citation"]["page"] >= 1
+    assert "[1] " in packet["text"]  # the packet as the reader saw it, numbered
+
+
+def test_answer_streams_deltas_then_the_whole_answer(served):
+    full = served["full"]
+    req = {"question": KANPUR, "budget_tokens": 400, "k": 3}
+    whole = full.post("/v1/answer", json=req).json()
+    for kw in ({"json": {**req, "stream": True}},
+               {"json": req, "headers": {"Accept": "text/event-stream"}}):
+        with full.stream("POST", "/v1/answer", **kw) as r:
+            assert r.status_code == 200
+            assert r.headers["content-type"].startswith("text/event-stream")
+            events = _sse("".join(r.iter_text()))
+        names = [e for e, _ in events]
+        assert names == ["delta", "delta", "delta", "answer"], names
+        final = events[-1][1]
+        assert "".join(d["text"] for _, d in events[:-1]) == final["text"] == whole["text"]
+        assert final["citations"] == whole["citations"] and final["short"] == "Ratan Tower"
+
+
+@pytest.mark.parametrize("fault, status, detail", [
+    ("FAULT-TIMEOUT", 504, f"reader failed: timed out after {READER_TIMEOUT:g} s"),
+    ("FAULT-500", 502, "reader failed: HTTP error 500: Error code: 500 - upstream model crashed"),
+    ("FAULT-GARBAGE", 502, "reader failed: bad reply: not a chat completion (<html>"),
+    ("FAULT-EMPTY", 502, "reader failed: the reader's reply is empty"),
+])
+def test_reader_faults_are_problem_json(served, fault, status, detail):
+    full = served["full"]
+    question = f"{fault} what is the tallest building in kanpur?"
+    r = full.post("/v1/answer", json={"question": question, "budget_tokens": 300})
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    body = r.json()
+    assert body["status"] == status and body["detail"].startswith(detail), body
+    assert "Traceback" not in r.text and 'File "' not in r.text
+    # streamed: a reader failing before its first delta is the same problem, not a stream
+    s = full.post("/v1/answer", json={"question": question, "budget_tokens": 300, "stream": True})
+    assert s.status_code == status and s.headers["content-type"] == "application/problem+json"
+    assert s.json()["detail"].split(":")[0] == "reader failed"
+
+
+def test_reader_failing_midway_ends_the_stream_with_an_error_event(served):
+    req = {"question": f"FAULT-MIDWAY {KANPUR}", "budget_tokens": 300, "stream": True}
+    with served["full"].stream("POST", "/v1/answer", json=req) as r:
+        assert r.status_code == 200
+        events = _sse("".join(r.iter_text()))
+    assert [e for e, _ in events] == ["delta", "delta", "error"]
+    assert "".join(d["text"] for _, d in events[:2]) == "Ratan Tower"
+    problem = events[-1][1]
+    assert problem["status"] == 502 and problem["title"] == "Bad Gateway"
+    assert problem["detail"] == "reader failed: bad reply: upstream model crashed midway"
+
+
+def test_answer_without_a_reader_is_503(tmp_path):
+    server = ApiServer(tmp_path, {"PILAR_READER_BASE_URL": "", "PILAR_LLM_BASE_URL": ""}).start()
+    try:
+        with server.client() as c:
+            r = c.post("/v1/answer", json={"question": KANPUR})
+            s = c.post("/v1/answer", json={"question": KANPUR, "stream": True})
+            e = c.post("/v1/eval", json={"questions": [{"id": "1", "question": KANPUR,
+                                                        "answers": ["Ratan Planet"]}],
+                                         "reader": True})
+    finally:
+        server.stop()
+    for resp in (r, s, e):
+        assert resp.status_code == 503
+        assert resp.headers["content-type"] == "application/problem+json"
+        assert resp.json()["detail"].startswith("no reader is configured: set PILAR_LLM_BASE_URL")
+
+
+# -- evaluation jobs ------------------------------------------------------------
+
+EVAL_QUESTIONS = [  # (qid, question, stored file of the gold document, answer)
+    ("nt-95", "how long was the race in the all-africa games (distance)?", "203-189.html",
+     "10,000 m"),
+    ("nt-2891", "what is the tallest building in kanpur?", "204-541.html", "Ratan Planet"),
+    ("nt-13", "what was the only year keene won class aa?", "204-133.html", "1999-2000"),
+]
+"""Three questions on the served documents (two in ``default``, one in ``alpha``)."""
+
+
+def _gold_docs(served) -> dict[str, str]:
+    """Stored file name -> doc id (uploaded files are stored under new names)."""
+    files = served["job"]["files"] + served["alpha_job"]["files"]
+    return {f["name"]: f["doc_id"] for f in files if f["doc_id"]}
+
+
+def _eval_tsv(served) -> str:
+    gold = _gold_docs(served)
+    return "qid\tquestion\tdoc_id\tanswers\n" + "".join(
+        f"{qid}\t{q}\t{gold[name]}\t{a}\n" for qid, q, name, a in EVAL_QUESTIONS)
+
+
+def _figures_in_unit_range(report: dict) -> None:
+    for group in report["figures"].values():
+        for name, value in group.items():
+            assert 0.0 <= value <= 1.0, (name, value)
+
+
+def test_eval_job_reports_progress_and_the_report(served):
+    full = served["full"]
+    tsv = served["inbox"] / "questions.tsv"
+    tsv.write_text(_eval_tsv(served), encoding="utf-8")
+    r = full.post("/v1/eval", json={"questions_path": str(tsv), "budget_tokens": 512, "k": 3})
+    assert r.status_code == 202, r.text
+    accepted = r.json()
+    job = wait_job(full, accepted["job_id"])
+    assert job["kind"] == "eval" and job["state"] == "done", job
+    assert job["progress"] == {"done": 3, "total": 3} and job["collections"] is None
+    report = job["report"]
+    assert report["questions"] == str(tsv.resolve()) and report["budget"] == 512
+    assert report["counts"] == {"all": 3} and [row["qid"] for row in report["rows"]] == [
+        "nt-95", "nt-2891", "nt-13"]
+    figures = report["figures"]["all"]
+    assert {"recall@1", "recall@10", "MRR@10", "delivery@512"} <= set(figures)
+    assert figures["recall@10"] == 1.0  # every gold page is stored and ranked
+    assert "EM" not in figures and any("reader" in n for n in report["notes"])
+    _figures_in_unit_range(report)
+    # the events stream of the job ends with the same record
+    with full.stream("GET", accepted["events"]) as ev:
+        events = _sse("".join(ev.iter_text()))
+    assert events[-1][0] == "end" and events[-1][1]["report"] == report
+    # with the reader (the stub answers "Ratan Tower [1]" to each): answer figures too
+    inline = [{"id": "k", "question": KANPUR, "answers": ["Ratan Planet"],
+               "gold_doc": _gold_docs(served)["204-541.html"]},
+              {"id": "f", "question": f"FAULT-500 {KANPUR}", "answers": ["Ratan Planet"]}]
+    r = full.post("/v1/eval", json={"questions": inline, "budget_tokens": 512, "k": 3,
+                                    "reader": True})
+    job = wait_job(full, r.json()["job_id"])
+    assert job["state"] == "done", job
+    rows = {row["qid"]: row["figures"] for row in job["report"]["rows"]}
+    # "ratan tower" vs "ratan planet": 5 edits over 12 characters, under the 0.5 threshold
+    assert rows["k"]["EM"] == 0.0 and rows["k"]["ANLS"] == pytest.approx(1 - 5 / 12)
+    said = full.post("/v1/answer", json={"question": KANPUR, "budget_tokens": 512, "k": 3}).json()
+    held = "ratan planet" in " ".join(said["citations"][0]["text"].lower().split())
+    assert rows["k"]["citation support"] == float(held) and rows["k"]["recall@1"] == 1.0
+    assert "EM" not in rows["f"]  # the reader failed on it: counted in the notes
+    assert any("failed on 1 question" in n for n in job["report"]["notes"])
+    _figures_in_unit_range(job["report"])
+
+
+def test_eval_requests_are_checked_at_the_boundary(served):
+    full = served["full"]
+    one = [{"id": "1", "question": KANPUR, "answers": ["Ratan Planet"]}]
+    cases = [
+        ({"questions_path": str(PDF)}, 403),                                   # outside the roots
+        ({"questions_path": str(served["inbox"] / "nope.tsv")}, 404),
+        ({"questions_path": str(served["inbox"] / "escape" / PDF.name)}, 403),  # a symlink out
+        ({"questions_path": str(CORPUS / "204-541.html")}, 422),  # not a questions file
+        ({}, 422), ({"questions": one, "questions_path": str(CORPUS)}, 422),
+        ({"questions": [{"id": "1", "question": "x", "answers": []}]}, 422),
+        ({"questions": one, "budget_tokens": 10}, 422),
+    ]
+    for body, status in cases:
+        r = full.post("/v1/eval", json=body)
+        assert r.status_code == status, (body, r.text)
+        assert r.headers["content-type"] == "application/problem+json"
+
+
+def test_eval_with_a_limited_key_reads_only_its_collections(served):
+    server, full = served["server"], served["full"]
+    gold = _gold_docs(served)
+    questions = [{"id": qid, "question": q, "answers": [a], "gold_doc": gold[name]}
+                 for qid, q, name, a in EVAL_QUESTIONS]
+    everyone = full.post("/v1/eval", json={"questions": questions, "k": 3}).json()
+    with server.client(ALPHA) as alpha:
+        mine = alpha.post("/v1/eval", json={"questions": questions, "k": 3}).json()
+        job = wait_job(alpha, mine["job_id"])
+        assert alpha.get(f"/v1/jobs/{everyone['job_id']}").status_code == 404
+        narrowed = alpha.post("/v1/eval", json={"questions": questions,
+                                                "collections": ["default"]}).json()
+        empty = wait_job(alpha, narrowed["job_id"])
+    assert wait_job(full, mine["job_id"])["collections"] == ["alpha"]
+    assert job["state"] == "done" and job["collections"] == ["alpha"]
+    text = json.dumps(job)
+    assert not re.search("|".join(_ids(served["job"])), text), text[:500]
+    rows = {row["qid"]: row["figures"] for row in job["report"]["rows"]}
+    assert rows["nt-13"]["recall@10"] == 1.0  # alpha's own page
+    assert rows["nt-95"]["recall@10"] == rows["nt-2891"]["recall@10"] == 0.0
+    # asking for a collection outside the key reads nothing at all
+    assert empty["collections"] == [] and all(
+        row["figures"]["recall@10"] == 0.0 for row in empty["report"]["rows"])
+
+
 # -- a key limited to a collection sees nothing of the others -------------------
 
 def _requests(ids: dict) -> dict[tuple[str, str], list[dict]]:
@@ -277,6 +501,12 @@ def _requests(ids: dict) -> dict[tuple[str, str], list[dict]]:
                                  {"json": {"query": ids["query"], "doc_ids": [d],
                                            "collections": ["default"]}}],
         ("get", "/v1/tools"): [{}],
+        ("post", "/v1/answer"): [{"json": {"question": ids["query"], "budget_tokens": 800}},
+                                 {"json": {"question": ids["query"], "doc_ids": [d],
+                                           "collections": ["default"]}},
+                                 {"json": {"question": ids["query"], "stream": True}}],
+        ("post", "/v1/eval"): [{"json": {"questions": [{"id": "q", "question": ids["query"],
+                                                        "answers": ["x"], "gold_doc": d}]}}],
         ("get", "/v1/pages/{page_id}"): [{"url": f"/v1/pages/{page}"}],
         ("get", "/v1/pages/{page_id}/image"): [{"url": f"/v1/pages/{page}/image"}],
         ("post", "/v1/cypher"): [{"json": {"query": "MATCH (d:Document) RETURN d"}}],
@@ -324,6 +554,9 @@ def test_limited_key_gets_nothing_of_other_collections_on_any_route(served):
         assert [d["doc_id"] for d in own["items"]] == alpha_ids
         hit = alpha.post("/v1/search", json={"query": ids["query"], "budget_tokens": 400}).json()
         assert {c["doc_id"] for c in hit["packet"]["citations"]} == set(alpha_ids)
+        said = alpha.post("/v1/answer", json={"question": ids["query"], "budget_tokens": 400})
+        assert {c["citation"]["doc_id"] for c in said.json()["citations"]} == set(alpha_ids)
+        assert {c["doc_id"] for c in said.json()["packet"]["citations"]} == set(alpha_ids)
     assert full.get(f"/v1/documents/{default_ids[1]}").status_code == 200  # not deleted
 
 
@@ -366,7 +599,7 @@ async def test_mcp_over_streamable_http(served):
     url = served["server"].url + "/mcp"
     async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
         names, result = await _mcp_search(streamable_http_client(url, http_client=http))
-    assert names == ["cypher", "get_page", "search"]
+    assert names == ["answer", "cypher", "get_page", "search"]
     packet = _structured(result)["packet"]
     assert packet["citations"] and 0 < packet["tokens"] <= 400
     async with httpx2.AsyncClient(timeout=60) as anon:
@@ -376,6 +609,17 @@ async def test_mcp_over_streamable_http(served):
         _, limited = await _mcp_search(streamable_http_client(url, http_client=http))
     cited = {c["doc_id"] for c in _structured(limited)["packet"]["citations"]}
     assert cited == set(_ids(served["alpha_job"]))
+    # the reader's answer (the stub's), and its faults as tool errors
+    from mcp import Client
+
+    async with httpx2.AsyncClient(headers={"X-API-Key": ALPHA}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            said = await client.call_tool("answer", {"question": KANPUR, "budget_tokens": 400})
+            failed = await client.call_tool("answer", {"question": f"FAULT-500 {KANPUR}"})
+    body = _structured(said)
+    assert body["short"] == "Ratan Tower" and body["citations"][0]["n"] == 1
+    assert {c["citation"]["doc_id"] for c in body["citations"]} <= set(_ids(served["alpha_job"]))
+    assert failed.is_error and "reader failed: HTTP error 500" in failed.content[0].text
 
 
 @pytest.mark.anyio
@@ -386,7 +630,7 @@ async def test_mcp_over_stdio(served):
     params = StdioServerParameters(command=sys.executable, args=["-m", "pilar", "mcp"],
                                    env={k: v for k, v in server.env.items()}, cwd=str(server.home))
     names, result = await _mcp_search(params)
-    assert names == ["cypher", "get_page", "search"]
+    assert names == ["answer", "cypher", "get_page", "search"]
     body = _structured(result)
     assert body["packet"]["citations"] and body["pages"]
 

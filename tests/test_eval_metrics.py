@@ -2,8 +2,8 @@
 
 import pytest
 
-from pilar.eval.metrics import (anls, chain_coverage, citation_support, delivered, exact_match,
-                                mean_recall, mrr, normalise_answer, recall_at_k)
+from pilar.eval.metrics import (anls, answer_figures, chain_coverage, citation_support, delivered,
+                                exact_match, mean_recall, mrr, normalise_answer, recall_at_k)
 
 RANKED = ["a", "b", "c", "d", "e"]
 
@@ -116,3 +116,38 @@ def test_anls_edge_cases():
     assert anls("ab", ["ac"], threshold=0.6) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         anls("x", [])
+
+
+def test_exact_match_edge_cases():
+    assert exact_match("  Ratan\n Planet ", ["ratan planet"]) == 1.0  # spaces collapsed
+    assert exact_match("«Zürich»", ["zürich"]) == 1.0  # Unicode punctuation removed
+    assert exact_match("", ["x"]) == 0.0
+    assert exact_match("...", [""]) == 1.0  # nothing left on either side
+    assert exact_match("10,000 m", ["10000 m"]) == 1.0
+    assert exact_match("1999-2000", ["19992000"]) == 1.0  # hyphens are punctuation too
+    with pytest.raises(ValueError):
+        exact_match("x", [])
+    with pytest.raises(ValueError):
+        exact_match("x", "x")  # a bare string is not a list of answers
+
+
+def test_anls_case_space_and_length():
+    assert anls("RATAN   planet", ["ratan planet"]) == 1.0  # lowercased, spaces collapsed
+    assert anls("ratan tower", ["ratan planet"]) == pytest.approx(1 - 5 / 12)  # NL 5/12
+    assert anls("ratan planet, kanpur", ["ratan planet"]) == pytest.approx(1 - 8 / 20)
+    assert anls("the ratan planet tower", ["ratan planet"]) == pytest.approx(1 - 10 / 22)
+    assert anls("ratan planet tower in kanpur", ["ratan planet"]) == 0.0  # NL 16/28 >= 0.5
+    assert anls("x", ["", "x"]) == 1.0  # the best alternative counts
+
+
+def test_answer_figures_of_one_answer():
+    # gold parts joined by ", " as one gold string
+    got = answer_figures("Bekele, Haile", ["Bekele", "Haile"], ["1 | Bekele", "2 | Haile"])
+    assert got == {"EM": 1.0, "ANLS": 1.0, "citation support": 1.0}
+    got = answer_figures("Ratan Tower", ["Ratan Planet"], ["Ratan Tower | 27"])
+    assert got["EM"] == 0.0 and got["ANLS"] == pytest.approx(7 / 12)
+    assert got["citation support"] == 0.0
+    assert answer_figures("Ratan Planet", ["Ratan Planet"]) == {"EM": 1.0, "ANLS": 1.0}
+    assert answer_figures("x", ["Ratan Planet"], [])["citation support"] == 0.0
+    with pytest.raises(ValueError):
+        answer_figures("x", [])

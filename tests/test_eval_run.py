@@ -126,6 +126,24 @@ def test_cli_eval_prints_the_table_and_writes_json(chains, tmp_path: Path):
     assert bad.exit_code == 2 and "budget must be at least 32" in bad.output
 
 
+def test_eval_with_reader_needs_one_and_collections_limit_the_pages(chains, tmp_path: Path,
+                                                                   monkeypatch):
+    p, tsv = chains
+    for var in ("PILAR_LLM_BASE_URL", "PILAR_READER_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    no_reader = CliRunner().invoke(app, ["eval", str(tsv), "--home", str(p.settings.home),
+                                         "--reader"])
+    assert no_reader.exit_code == 2, no_reader.output
+    assert "no reader is configured: set PILAR_LLM_BASE_URL" in no_reader.output
+    assert "Traceback" not in no_reader.output
+    # a collection that holds nothing: no page is ranked, so nothing is recalled or delivered
+    none = p.evaluate(tsv, budget=512, k=3, collections=["elsewhere"])
+    assert none.counts["all"] == 5 and all(r.ranked == [] for r in none.rows)
+    assert none.figures["all"]["recall@10"] == 0.0 and none.figures["all"]["delivery@512"] == 0.0
+    mine = p.evaluate(tsv, budget=512, k=3, collections=["default"])
+    assert mine.figures["all"]["recall@10"] == 1.0
+
+
 def test_primed_query_vectors_match_single_encodes(chains):
     p, _ = chains
     texts = ["which pump has a 25 bar rating?", "who chairs Orrin Hydraulics?"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,54 @@ def test_timeouts_and_refused_requests_raise_their_kinds(llm_base_url):
     with pytest.raises(LLMUnavailableError, match="connection failed"):
         closed.chat(msgs)
     assert LLMClient(Endpoint(base_url=llm_base_url, timeout=PATIENCE)).model == MODEL
+
+
+def test_api_answer_and_its_stream_from_the_real_server(examples_home, llm_base_url,
+                                                        llm_tokenizer):
+    from tests.serving import ApiServer
+
+    env = {"PILAR_LLM_BASE_URL": llm_base_url, "PILAR_LLM_TIMEOUT": str(PATIENCE),
+           "PILAR_READER_MAX_TOKENS": "48", "PILAR_READER_TOKENIZER": llm_tokenizer or ""}
+    for var in ("PILAR_LLM_MODEL", "PILAR_READER_MODEL", "PILAR_READER_BASE_URL"):
+        env[var] = ""
+    server = ApiServer(examples_home, env, log=examples_home.parent / "api-llm.log").start()
+    req = {"question": QUESTION, "budget_tokens": 512, "k": 3}
+    try:
+        with server.client(timeout=PATIENCE) as c:
+            whole = c.post("/v1/answer", json=req)
+            with c.stream("POST", "/v1/answer", json={**req, "stream": True}) as r:
+                assert r.headers["content-type"].startswith("text/event-stream")
+                text = "".join(r.iter_text())
+    finally:
+        server.stop()
+    assert whole.status_code == 200, whole.text
+    body = whole.json()
+    assert body["model"] == MODEL and body["text"].strip() and body["packet"]["tokens"] <= 512
+    for c in body["citations"]:  # each [n] is the packet item it names
+        assert c["citation"] == body["packet"]["citations"][c["n"] - 1]
+    events = [(e, json.loads(d)) for e, d in
+              re.findall(r"event: (\w+)\r?\ndata: (.*)\r?\n", text)]
+    names = [e for e, _ in events]
+    assert names[-1] == "answer" and set(names[:-1]) == {"delta"} and len(names) > 2
+    final = events[-1][1]
+    assert "".join(d["text"] for _, d in events[:-1]) == final["text"] == body["text"]
+    assert final["citations"] == body["citations"]  # greedy decoding: the same answer
+
+
+def test_eval_with_the_reader_reports_answer_figures(examples_home, llm_base_url, llm_tokenizer):
+    from pilar.eval.questions import Question
+    from pilar.eval.run import markdown_table
+
+    p = Pilar(settings=_reader_settings(examples_home, llm_base_url, llm_tokenizer,
+                                        reader_max_tokens=32))
+    questions = [Question("kanpur", QUESTION, ("Ratan Planet",), ("204-541",)),
+                 Question("maschler", "who won the kurt maschler award in 1990?",
+                          ("Anthony Browne",), ("203-788",))]
+    report = p.evaluate(questions, budget=512, k=3, reader=True)
+    assert report.counts == {"all": 2} and not [n for n in report.notes if "failed" in n]
+    for row in report.rows:
+        for name in ("EM", "ANLS", "citation support"):
+            assert 0.0 <= row.figures[name] <= 1.0, (row.qid, name, row.figures)
+    assert {"EM", "ANLS", "citation support"} <= set(report.figures["all"])
+    head = markdown_table(report).splitlines()[0]
+    assert "| EM |" in head and "| ANLS |" in head and "| citation support |" in head

@@ -14,10 +14,10 @@ from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.jobs import IngestWorker, JobStore
 from pilar.api.mcp_server import build_mcp
-from pilar.api.routes import documents, graph, health, pages, search, web
+from pilar.api.routes import answer, documents, evaluation, graph, health, pages, search, web
 
-ROUTERS = [health.routes, documents.routes, search.routes, pages.routes, graph.routes,
-           web.routes]
+ROUTERS = [health.routes, documents.routes, search.routes, answer.routes, evaluation.routes,
+           pages.routes, graph.routes, web.routes]
 """One router per area: adding an area is adding its ``routes`` here."""
 
 log = logging.getLogger("pilar.api")
@@ -106,7 +106,8 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     app = PilarAPI(title="pilar", version=__version__, lifespan=lifespan,
                   description="Page-grounded evidence for document question answering: "
-                              "ingest, search (the agent tool), pages, graph exploration.",
+                              "ingest, search (the agent tool), answers with citations, "
+                              "evaluation, pages, graph exploration.",
                   max_body_size=settings.api_max_body_bytes)
     app.state.pilar, app.state.keyring = pilar, keyring
     problems.install(app)

@@ -1,9 +1,11 @@
-"""Ingest jobs: records in a small SQLite file and one worker thread.
+"""Ingest and evaluation jobs: records in a small SQLite file and one worker thread.
 
 ``POST /v1/documents`` stores the uploaded files under ``PILAR_HOME/uploads``
 (or takes server-side paths) and queues a job; the worker ingests the files
 one by one through the facade, saving the job's record after every file, so
 a client may disconnect and come back (``GET /v1/jobs/{id}``, SSE events).
+``POST /v1/eval`` queues an evaluation in the same worker: its record shows
+the questions done and, at the end, the report (:meth:`IngestWorker.submit_eval`).
 Each document is written atomically by the facade, so a job that stops
 mid-way leaves its finished documents whole and nothing of the one it was
 on. When the server starts, jobs left queued or running by a process that
@@ -20,12 +22,14 @@ import re
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pilar import Pilar
 from pilar.api import scoping
-from pilar.api.models import Job, JobFile
+from pilar.api.models import EvalReportOut, Job, JobFile, JobProgress
+from pilar.errors import PilarError
 
 log = logging.getLogger("pilar.api")
 
@@ -127,14 +131,14 @@ def safe_name(name: str) -> str:
 
 
 class IngestWorker:
-    """Runs queued jobs one after another in a daemon thread (the one writer
-    of the embedded store within this process)."""
+    """Runs queued jobs (ingest and evaluation) one after another in a
+    daemon thread (the one writer of the embedded store within this process)."""
 
     def __init__(self, pilar: Pilar, store: JobStore, uploads: Path):
         self.pilar = pilar
         self.store = store
         self.uploads = uploads
-        self._queue: queue.Queue[tuple[Job, list[Path]] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Job, Callable[[Job], None]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="pilar-ingest", daemon=True)
 
     def start(self) -> None:
@@ -147,7 +151,7 @@ class IngestWorker:
         self._thread.join(timeout)
 
     def new_job(self, collection: str) -> tuple[Job, Path]:
-        """A fresh job id and its upload folder (created)."""
+        """A fresh ingest job and its upload folder (created)."""
         job_id = uuid.uuid4().hex
         folder = self.uploads / job_id
         folder.mkdir(parents=True, exist_ok=True)
@@ -160,7 +164,22 @@ class IngestWorker:
         job.files = [JobFile(name=name) for name, _ in files]
         job.counts = _counts(job.files)
         self.store.save(job)
-        self._queue.put((job, [path for _, path in files]))
+        paths = [path for _, path in files]
+        self._queue.put((job, lambda j: self._ingest(j, paths)))
+        return job
+
+    def submit_eval(self, collections: list[str] | None, total: int,
+                    run: Callable[[Callable[[int, int], None]], object]) -> Job:
+        """Queue an evaluation reading ``collections`` (None = all) of
+        ``total`` questions: ``run(progress)`` returns the
+        :class:`~pilar.eval.run.EvalReport` and calls ``progress(done, total)``
+        after each question; the job's record follows it."""
+        stamp = now()
+        job = Job(job_id=uuid.uuid4().hex, kind="eval", state="queued", collection="",
+                  collections=collections, created_at=stamp, updated_at=stamp,
+                  progress=JobProgress(total=total))
+        self.store.save(job)
+        self._queue.put((job, lambda j: self._evaluate(j, run)))
         return job
 
     def _run(self) -> None:
@@ -174,11 +193,14 @@ class IngestWorker:
             item = self._queue.get()
             if item is None:
                 return
-            job, paths = item
+            job, work = item
             try:
-                self._ingest(job, paths)
+                work(job)
+            except PilarError as exc:  # e.g. an evaluation on an emptied store
+                job.state, job.reason = "failed", str(exc).splitlines()[0]
+                self.store.save(job)
             except Exception as exc:  # noqa: BLE001 - the worker must outlive any job
-                log.exception("ingest job %s failed", job.job_id)
+                log.exception("%s job %s failed", job.kind, job.job_id)
                 job.state, job.reason = "failed", f"unexpected {type(exc).__name__}"
                 job.counts = _counts(job.files)
                 self.store.save(job)
@@ -195,6 +217,18 @@ class IngestWorker:
             entry.seconds = round(result.seconds, 3)
             job.counts = _counts(job.files)
             self.store.save(job)
+        job.state = "done"
+        self.store.save(job)
+
+    def _evaluate(self, job: Job, run: Callable[[Callable[[int, int], None]], object]) -> None:
+        job.state = "running"
+        self.store.save(job)
+
+        def progress(done: int, total: int) -> None:
+            job.progress = JobProgress(done=done, total=total)
+            self.store.save(job)
+
+        job.report = EvalReportOut.model_validate(run(progress))
         job.state = "done"
         self.store.save(job)
 

@@ -1,11 +1,11 @@
-"""The MCP server (official ``mcp`` SDK): tools ``search``, ``get_page`` and
-``cypher``, served over streamable HTTP at ``/mcp`` by the app and over stdio
-by ``pilar mcp``.
+"""The MCP server (official ``mcp`` SDK): tools ``search``, ``answer``,
+``get_page`` and ``cypher``, served over streamable HTTP at ``/mcp`` by the
+app and over stdio by ``pilar mcp``.
 
 The tools are the REST routes' own code (:func:`~pilar.api.routes.search.run_search`,
-:func:`~pilar.api.routes.graph.run_cypher`, the scoping of
-:mod:`pilar.api.scoping`), so validation, limits and collection scoping are
-the same. Over HTTP every tool call is authenticated with the request's
+:func:`~pilar.api.routes.answer.run_answer`, :func:`~pilar.api.routes.graph.run_cypher`,
+the scoping of :mod:`pilar.api.scoping`), so validation, limits and
+collection scoping are the same. Over HTTP every tool call is authenticated with the request's
 headers (the ``/mcp`` gate refuses calls without a valid key first); over
 stdio the caller is the local user and sees every collection.
 """
@@ -21,15 +21,19 @@ from pydantic import ValidationError
 from pilar import Pilar
 from pilar.api import scoping
 from pilar.api.auth import OPEN, Access, Keyring
-from pilar.api.models import CypherRequest, CypherResponse, PageOut, SearchRequest, SearchResponse
+from pilar.api.models import (AnswerRequest, AnswerResponse, CypherRequest, CypherResponse,
+                              PageOut, SearchRequest, SearchResponse)
+from pilar.errors import LLMError, ReaderNotConfiguredError
 
 INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence packets: call "
-                "`search` with the question, cite packet lines by their [n] markers, open a "
+                "`search` with the question, cite packet lines by their [n] markers (or call "
+                "`answer` for pilar's reader's cited answer when it has one), open a "
                 "page with `get_page`, explore the graph with read-only `cypher` (Neo4j only).")
 
 
 def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
     """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools."""
+    from pilar.api.routes.answer import ANSWER_DESCRIPTION, run_answer
     from pilar.api.routes.graph import run_cypher
     from pilar.api.routes.pages import page_out
     from pilar.api.routes.search import SEARCH_DESCRIPTION, run_search
@@ -65,6 +69,19 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
             return run_search(pilar, caller(ctx), req)
         except (ValidationError, ValueError, TypeError) as exc:
             raise refuse(exc) from None
+
+    @server.tool(description=ANSWER_DESCRIPTION)
+    def answer(question: str, ctx: Context, budget_tokens: int = 4500, k: int | None = None,
+               profile: str | None = None, doc_ids: list[str] | None = None,
+               collections: list[str] | None = None) -> AnswerResponse:
+        try:
+            req = AnswerRequest(question=question, budget_tokens=budget_tokens, k=k,
+                                profile=profile, doc_ids=doc_ids, collections=collections)
+            return run_answer(pilar, caller(ctx), req)
+        except (ValidationError, ValueError, TypeError, ReaderNotConfiguredError) as exc:
+            raise refuse(exc) from None
+        except LLMError as exc:
+            raise ToolError(f"reader failed: {exc}") from None
 
     @server.tool(description="A page (id `doc_id:number`, as cited by `search`): its text and "
                              "supports with provenance (section path, bbox in PDF points, "

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pilar.config import PROFILES
-from pilar.model import IngestStatus
+from pilar.model import AnswerFlag, IngestStatus
 
 MAX_QUERY_CHARS = 2000
 """Longest search query accepted at the boundary (characters)."""
@@ -39,13 +39,12 @@ class Record(BaseModel):
 
 # -- search (the agent tool) -------------------------------------------------
 
-class SearchRequest(BaseModel):
-    """``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."""
+class PacketOptions(BaseModel):
+    """How a packet is built and scoped: the options :class:`SearchRequest`
+    and :class:`AnswerRequest` share (PILAR §3.4-3.5)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
-                       description="the question, in natural language")
     budget_tokens: int = Field(4500, ge=MIN_BUDGET, le=MAX_BUDGET,
                                description="packet token budget (reader tokens)")
     k: int | None = Field(None, ge=1, le=MAX_K, description="pages to rank (default PILAR_TOP_K)")
@@ -54,6 +53,24 @@ class SearchRequest(BaseModel):
                                       description="only these documents")
     collections: list[CollectionName] | None = Field(
         None, max_length=MAX_IDS, description="only these collections (within the key's own)")
+
+
+class SearchRequest(PacketOptions):
+    """``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                       description="the question, in natural language")
+
+
+class AnswerRequest(PacketOptions):
+    """``POST /v1/answer``: a question answered by the reader from its
+    packet (PILAR App. H.2-H.3)."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                          description="the question, in natural language")
+    stream: bool = Field(False, description="answer as server-sent events (also with "
+                                            "Accept: text/event-stream): `delta` events with "
+                                            "text, then `answer` with the whole answer")
 
 
 class CitationOut(Record):
@@ -113,6 +130,50 @@ class SearchResponse(Record):
     packet: PacketOut
 
 
+class AnswerCitationOut(Record):
+    """One ``[n]`` of an answer resolved to the packet item it names."""
+
+    n: int = Field(description="the number as written (1-based packet item)")
+    citation: CitationOut
+    text: str = Field(description="the cited item's text")
+
+
+class PacketImageOut(Record):
+    """A table or figure crop sent to a VLM reader (without its PNG bytes)."""
+
+    item: int = Field(description="0-based index of the packet item it illustrates")
+    support_id: str
+    width: int
+    height: int
+    tokens: int = Field(description="the reader's image-token cost")
+
+
+class AnswerResponse(Record):
+    """The reader's answer (:class:`pilar.model.Answer`): the reply, its
+    short answer, the ``[n]`` citations resolved to supports, flags, and
+    the packet as the reader saw it (items numbered from 1). ``pilar ask
+    --json`` prints the same."""
+
+    question: str
+    text: str = Field(description="the model's reply as given")
+    short: str = Field(description="the short answer: the reply's first line, markers removed")
+    citations: list[AnswerCitationOut]
+    packet: PacketOut
+    model: str = ""
+    unknown: list[int] = Field([], description="cited numbers the packet lacks")
+    flags: list[AnswerFlag] = Field(
+        [], description="no_citation, unknown_citation, not_in_evidence, truncated")
+    not_in_evidence: bool = False
+    images: list[PacketImageOut] = []
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def answer_response(answer) -> AnswerResponse:
+    """The :class:`AnswerResponse` of a :class:`pilar.model.Answer`."""
+    return AnswerResponse.model_validate(answer)
+
+
 # -- documents and jobs ------------------------------------------------------------
 
 class DocumentOut(Record):
@@ -164,18 +225,32 @@ class JobFile(BaseModel):
     seconds: float = 0.0
 
 
+class JobProgress(BaseModel):
+    """How far an evaluation job is: questions answered of ``total``."""
+
+    done: int = 0
+    total: int = 0
+
+
 class Job(BaseModel):
-    """An ingest job: ``done`` when every file was tried (each file has its
-    own status and reason); ``failed`` when the job itself could not finish."""
+    """A job of the server's worker. An ``ingest`` job is ``done`` when every
+    file was tried (each file has its own status and reason); an ``eval``
+    job shows its ``progress`` and, when ``done``, its ``report``. ``failed``:
+    the job itself could not finish (``reason``)."""
 
     job_id: str
+    kind: Literal["ingest", "eval"] = "ingest"
     state: JobState
-    collection: str = "default"
+    collection: str = Field("default", description="ingest: the collection written to")
+    collections: list[str] | None = Field(
+        None, description="eval: the collections read (null: every collection)")
     created_at: str
     updated_at: str
     reason: str | None = None
-    files: list[JobFile]
+    files: list[JobFile] = []
     counts: dict[str, int] = {}
+    progress: JobProgress | None = None
+    report: "EvalReportOut | None" = None
 
 
 class JobAccepted(BaseModel):
@@ -190,6 +265,83 @@ class JobAccepted(BaseModel):
 class Deleted(BaseModel):
     doc_id: str
     deleted: bool
+
+
+# -- evaluation ---------------------------------------------------------------------
+
+class EvalQuestion(BaseModel):
+    """One question of an inline evaluation (the columns of a questions TSV,
+    :mod:`pilar.eval.questions`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=200)
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    answers: list[str] = Field(min_length=1, max_length=100,
+                               description="the gold answer's parts (a list answer needs all)")
+    gold_doc: str | None = Field(None, max_length=500,
+                                 description="gold document: doc id or source file stem")
+    gold_page: str | None = Field(None, max_length=500,
+                                  description="gold page id (doc_id:number); wins over gold_doc")
+
+
+MAX_EVAL_QUESTIONS = 10_000
+"""Most questions one inline evaluation may hold."""
+
+
+class EvalRequest(BaseModel):
+    """``POST /v1/eval``: evaluate search (and with ``reader`` the answers)
+    on questions from a TSV on the server (``questions_path``, only under
+    ``PILAR_INGEST_ROOTS``) or given inline (``questions``): exactly one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    questions_path: str | None = Field(None, min_length=1, max_length=4096)
+    questions: list[EvalQuestion] | None = Field(None, min_length=1,
+                                                 max_length=MAX_EVAL_QUESTIONS)
+    budget_tokens: int | None = Field(None, ge=MIN_BUDGET, le=MAX_BUDGET,
+                                      description="packet budget (default PILAR_BUDGET)")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="pages packed (default PILAR_TOP_K)")
+    profile: Profile | None = None
+    limit: int | None = Field(None, ge=1, le=MAX_EVAL_QUESTIONS,
+                              description="a fixed-seed sample of this many questions "
+                                          "(inline: the first ones); default all")
+    collections: list[CollectionName] | None = Field(
+        None, max_length=MAX_IDS, description="only these collections (within the key's own)")
+    reader: bool = Field(False, description="also answer each question and report EM, ANLS "
+                                            "and citation support (needs a reader)")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "EvalRequest":
+        if (self.questions_path is None) == (self.questions is None):
+            raise ValueError("give exactly one of questions_path and questions")
+        return self
+
+
+class QuestionScoreOut(Record):
+    """One question's figures and the gold-matched ids of its ranking."""
+
+    qid: str
+    hops: int | None = None
+    figures: dict[str, float]
+    ranked: list[str] = []
+
+
+class EvalReportOut(Record):
+    """An evaluation report (:class:`pilar.eval.run.EvalReport`): figures
+    per group (``all``, then hop counts), questions per group, one row per
+    question. ``pilar eval --json`` writes the same."""
+
+    method: str
+    questions: str
+    budget: int
+    k: int
+    figures: dict[str, dict[str, float]]
+    counts: dict[str, int]
+    rows: list[QuestionScoreOut]
+    seconds: float
+    profile: str | None = None
+    notes: list[str] = []
 
 
 # -- pages --------------------------------------------------------------------
@@ -325,3 +477,6 @@ class Problem(BaseModel):
 def search_response(result) -> SearchResponse:
     """The :class:`SearchResponse` of a :class:`pilar.model.SearchResult`."""
     return SearchResponse.model_validate(result)
+
+
+Job.model_rebuild()

@@ -3,7 +3,10 @@
 Every error a route raises becomes a :class:`~pilar.api.models.Problem`:
 HTTP errors keep their status, validation errors are 422 with the fields
 named, ``ValueError``/``TypeError`` from the facade (bad arguments) are 422,
-a feature the configured backends lack (``ConfigError``) is 501, a store that fails is 503, anything else
+a feature the configured backends lack (``ConfigError``) is 501, a store that fails is 503,
+no reader configured (``ReaderNotConfiguredError``) is 503, a reader that
+times out is 504 and one whose model server fails otherwise (5xx, refusal,
+malformed reply, no connection) is 502 (``LLMError.status``), anything else
 is a 500 whose detail says nothing of the code (the trace goes to the
 server log only).
 """
@@ -20,7 +23,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pilar.api.models import Problem
-from pilar.errors import ConfigError, PilarError, StoreError
+from pilar.errors import (ConfigError, LLMError, PilarError, ReaderNotConfiguredError,
+                          StoreError)
 
 log = logging.getLogger("pilar.api")
 MEDIA_TYPE = "application/problem+json"
@@ -62,6 +66,15 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ConfigError)
     async def config(request: Request, exc: ConfigError):
         return problem(501, str(exc))
+
+    @app.exception_handler(ReaderNotConfiguredError)
+    async def no_reader(request: Request, exc: ReaderNotConfiguredError):
+        return problem(exc.status, str(exc))
+
+    @app.exception_handler(LLMError)
+    async def reader_failed(request: Request, exc: LLMError):
+        log.warning("model server error on %s: %s", request.url.path, exc)
+        return problem(exc.status, f"reader failed: {exc}")
 
     @app.exception_handler(StoreError)
     async def store(request: Request, exc: StoreError):

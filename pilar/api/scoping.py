@@ -48,6 +48,33 @@ def search(pilar: Pilar, access: Access, query: str, budget: int, k: int | None,
                         collections=_names(access.narrow(collections)), doc_ids=doc_ids)
 
 
+def answer(pilar: Pilar, access: Access, question: str, budget: int, k: int | None,
+           profile: str | None, doc_ids: list[str] | None, collections: list[str] | None,
+           stream: bool = False):
+    """:meth:`Pilar.ask` with the packet scoped exactly as :func:`search`
+    scopes it: the reader sees, and cites, only the caller's collections.
+    Raises what ``Pilar.ask`` raises (no reader, reader failures, bad
+    arguments)."""
+    return pilar.ask(question, budget=budget, k=k, profile=profile,
+                     collections=_names(access.narrow(collections)), doc_ids=doc_ids,
+                     stream=stream)
+
+
+def eval_collections(access: Access, collections: list[str] | None) -> list[str] | None:
+    """The collections an evaluation for the caller reads (None = all)."""
+    return _names(access.narrow(collections))
+
+
+def job_visible(access: Access, job) -> bool:
+    """Whether the caller may see ``job`` (a :class:`~pilar.api.models.Job`):
+    an ingest job when its collection is the caller's, an evaluation job
+    when every collection it read is."""
+    if job.kind == "eval":
+        return access.unlimited or (job.collections is not None
+                                    and set(job.collections) <= access.collections)
+    return access.allows(job.collection)
+
+
 def ingest_file(pilar: Pilar, path, collection: str) -> IngestResult:
     """Ingest one file into ``collection`` (:meth:`Pilar.ingest_file`); never
     raises for bad input."""

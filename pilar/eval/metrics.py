@@ -38,6 +38,7 @@ __all__ = [
     "citation_support",
     "exact_match",
     "anls",
+    "answer_figures",
 ]
 
 RECALL_KS = tuple(range(1, 11))
@@ -239,3 +240,20 @@ def anls(prediction: str, golds: Sequence[str], threshold: float = 0.5) -> float
         if nl < threshold:
             best = max(best, 1.0 - nl)
     return best
+
+
+def answer_figures(prediction: str, answers: Sequence[str],
+                   cited_texts: Sequence[str] | None = None) -> dict[str, float]:
+    """One answer's figures, each in [0, 1]: ``EM`` (:func:`exact_match`)
+    and ``ANLS`` (:func:`anls`, threshold 0.5) of ``prediction`` (the short
+    answer) against the gold answer's parts joined by ", " (one gold string,
+    as the dataset writes a list answer), and, when ``cited_texts`` is given
+    (the texts of the supports the answer cites), ``citation support``
+    (:func:`citation_support`). Raises ValueError when ``answers`` is empty.
+    """
+    _check_answers(answers)
+    gold = [", ".join(answers)]
+    figures = {"EM": exact_match(prediction, gold), "ANLS": anls(prediction, gold)}
+    if cited_texts is not None:
+        figures["citation support"] = float(citation_support(answers, cited_texts))
+    return figures

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pilar.eval.metrics import (RECALL_KS, anls, chain_coverage, citation_support, delivered,
-                                exact_match, mean_recall, mrr, recall_at_k)
+from pilar.eval.metrics import (RECALL_KS, answer_figures, chain_coverage, delivered, mean_recall,
+                                mrr, recall_at_k)
 from pilar.eval.questions import Question
 from pilar.model import RankedPage
 
@@ -101,18 +101,14 @@ def rank_figures(ranked: Sequence[str], gold: Sequence[str], k: int) -> dict[str
 
 def score_question(q: Question, got: Retrieved, budget: int, k: int) -> QuestionScore:
     """Figures of one question: with gold ids, :func:`rank_figures`;
-    always ``delivery@budget`` (Tessera §4.4); with a prediction, ``EM``,
-    ``ANLS`` (the answer parts joined by ", " as the gold string) and, with
-    cited texts, ``citation support``."""
+    always ``delivery@budget`` (Tessera §4.4); with a prediction, the
+    answer's figures (:func:`~pilar.eval.metrics.answer_figures`: ``EM``,
+    ``ANLS`` and, with cited texts, ``citation support``)."""
     ranked = ranked_ids(got.pages[:RANK_DEPTH], q.gold)
     figures = rank_figures(ranked, q.gold, k) if q.gold else {}
     figures[f"delivery@{budget}"] = float(delivered(q.answers, got.text))
     if got.prediction is not None:
-        gold_text = [", ".join(q.answers)]
-        figures["EM"] = exact_match(got.prediction, gold_text)
-        figures["ANLS"] = anls(got.prediction, gold_text)
-        if got.cited is not None:
-            figures["citation support"] = float(citation_support(q.answers, got.cited))
+        figures |= answer_figures(got.prediction, q.answers, got.cited)
     return QuestionScore(q.qid, q.hops, figures, ranked)
 
 

@@ -57,12 +57,18 @@ def visible_job(request: Request, caller: Caller, job_id: str) -> Job:
     is a 404 too."""
     store: JobStore = request.app.state.jobs
     job = store.get(job_id)
-    if job is None or not caller.allows(job.collection):
+    if job is None or not scoping.job_visible(caller, job):
         raise HTTPException(404, "no such job")
     return job
 
 
 VisibleJob = Annotated[Job, Depends(visible_job)]
+
+
+def accepted(job: Job) -> JobAccepted:
+    """The 202 answer for a queued job: where to follow it."""
+    return JobAccepted(job_id=job.job_id, state=job.state, href=f"/v1/jobs/{job.job_id}",
+                       events=f"/v1/jobs/{job.job_id}/events")
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -115,10 +121,6 @@ def routes(settings: Settings) -> APIRouter:
         w = worker(request)
         job, _ = w.new_job(body.collection)
         return accepted(w.submit(job, files))
-
-    def accepted(job: Job) -> JobAccepted:
-        return JobAccepted(job_id=job.job_id, state=job.state, href=f"/v1/jobs/{job.job_id}",
-                           events=f"/v1/jobs/{job.job_id}/events")
 
     @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
     def get_job(job: VisibleJob) -> Job:

@@ -82,9 +82,11 @@ export async function blobUrl(path, options) {
 
 /** Server-sent events of `path` as an async iterator of {event, data, id}
  * (data parsed as JSON when it is JSON). Ends when the server closes the
- * stream; abort with `signal`. */
-export async function* events(path, signal) {
-  const response = await send(path, { signal, accept: "text/event-stream" });
+ * stream; abort with `signal`. Options as `call` (method, json: a POST that
+ * answers with a stream). Throws ApiError when the server answers an error
+ * instead of a stream. */
+export async function* events(path, { signal, method, json } = {}) {
+  const response = await send(path, { signal, method, json, accept: "text/event-stream" });
   const reader = response.body
     .pipeThrough(new TextDecoderStream())
     .pipeThrough(new EventSourceParserStream())

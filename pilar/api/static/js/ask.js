@@ -1,8 +1,10 @@
 // Ask: a question -> the packet's items in order, each with its citation and
 // why its page is there (score parts; for expanded pages the graph path from
-// the trace); the reader's answer when the server has a reader. Clicking a
+// the trace); then the reader's answer, streamed as it is generated, its [n]
+// citations linked to the packet items shown. Without a reader on the server
+// (503) the answer panel says so in one line and the packet stays. Clicking a
 // citation opens its page in the evidence panel.
-import { ApiError, call } from "./api.js";
+import { ApiError, call, events } from "./api.js";
 import { clip, fill, h, num } from "./dom.js";
 import { openPage } from "./evidence.js";
 
@@ -32,7 +34,9 @@ async function ask() {
   const body = request();
   fill(status, "searching…");
   fill(document.getElementById("packet"));
-  document.getElementById("answer").hidden = true;
+  const box = document.getElementById("answer");
+  box.hidden = true;
+  delete box.dataset.state;
   const result = await call("/v1/search", { method: "POST", json: body });
   const { packet } = result;
   fill(status, `${packet.items.length} items · ${packet.tokens} of ${packet.budget} tokens` +
@@ -41,25 +45,68 @@ async function ask() {
   fill(document.getElementById("packet"),
     packet.items.map((item, i) => itemView(item, i + 1, pages.get(pageIdOf(item.citation)))));
   ranked(result.pages);
-  answer(body);
+  await answer(body, packet.items);
 }
 
-let noReader = false;
-
-/** The reader's answer, when the server has one configured (after a 501 or
- * 404 the page stops asking). */
-async function answer(body) {
+/** The reader's answer to the search `body`, streamed into the answer panel;
+ * `items` are the packet items shown, which its [n] link to. */
+async function answer(body, items) {
   const box = document.getElementById("answer");
-  if (noReader) return;
+  const text = h("span.text");
+  fill(box, h("strong", {}, "Answer: "), text);
+  box.dataset.state = "streaming";
+  box.hidden = false;
+  const { query, ...options } = body;
   try {
-    const result = await call("/v1/answer", { method: "POST", json: body });
-    if (!result.answer) return;
-    fill(box, h("strong", {}, "Answer: "), result.answer);
-    box.hidden = false;
+    for await (const { event, data } of events("/v1/answer", { method: "POST",
+      json: { question: query, ...options, stream: true } })) {
+      if (event === "delta") text.append(data.text);
+      else if (event === "answer") finished(box, data, items);
+      else if (event === "error") {
+        fill(box, h("span.error", {}, data.detail || data.title));
+        box.dataset.state = "failed";
+      }
+    }
   } catch (error) {
-    if (error instanceof ApiError && [404, 501].includes(error.status)) noReader = true;
-    else show(error);
+    if (!(error instanceof ApiError)) throw error;
+    // 503 without a reader: one line, the packet above stays the evidence
+    fill(box, h("span.muted", {}, error.status === 503 ? `No answer: ${error.message}` : error.message));
+    box.dataset.state = error.status === 503 ? "no-reader" : "failed";
   }
+}
+
+const CITE = /\[\s*(\d+(?:\s*(?:[,;]|-|–)\s*\d+)*)\s*\]/g;
+
+/** The whole answer: its text with each [n] a link to the packet item it
+ * cites (matched by support, else by number), then its flags. */
+function finished(box, answer, items) {
+  const cited = new Map(answer.citations.map((c) => [c.n, c.citation]));
+  const parts = [];
+  let at = 0;
+  for (const m of answer.text.matchAll(CITE)) {
+    parts.push(answer.text.slice(at, m.index), "[");
+    m[1].split(/\s*[,;]\s*/).forEach((part, i) => {
+      if (i) parts.push(", ");
+      const n = Number(part);
+      const li = Number.isInteger(n) && cited.has(n) ? shownItem(cited.get(n), n, items) : null;
+      parts.push(li ? h("button.link.cite-ref", { type: "button", dataset: { n },
+        onclick: () => li.querySelector(".cite").click() }, part) : part);
+    });
+    parts.push("]");
+    at = m.index + m[0].length;
+  }
+  parts.push(answer.text.slice(at));
+  fill(box, h("strong", {}, "Answer: "), h("span.text", {}, parts),
+    answer.flags.length ? h("span.tag", {}, answer.flags.join(", ").replaceAll("_", " ")) : null);
+  box.dataset.state = "done";
+}
+
+/** The packet item shown for citation `c` (cited as [n]). */
+function shownItem(c, n, items) {
+  const same = (it) => it.citation.doc_id === c.doc_id && it.citation.page === c.page &&
+    it.citation.support_id === c.support_id;
+  const i = same(items[n - 1] || { citation: {} }) ? n - 1 : items.findIndex(same);
+  return i < 0 ? null : document.querySelectorAll("#packet .item")[i];
 }
 
 const pageIdOf = (c) => `${c.doc_id}:${c.page}`;

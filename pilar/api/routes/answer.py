@@ -1,0 +1,91 @@
+"""``POST /v1/answer``: the reader's answer with ``[n]`` citations resolved to
+supports (PILAR App. H.2-H.3), as JSON or as server-sent events.
+
+The packet is scoped as ``/v1/search`` scopes it (:func:`pilar.api.scoping.answer`).
+Errors are problem+json: no reader configured 503, the reader timing out
+504, its model server failing otherwise 502 (:mod:`pilar.api.problems`).
+A streamed answer reads its first delta before the response starts, so a
+reader that fails at once gets the same problem+json; one that fails midway
+ends the stream with an ``error`` event holding the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from http import HTTPStatus
+
+from fastapi import APIRouter, Request
+from fastapi.sse import EventSourceResponse, format_sse_event
+
+from pilar.api import scoping
+from pilar.api.deps import Caller, PilarDep
+from pilar.api.models import AnswerRequest, AnswerResponse, Problem, answer_response
+from pilar.config import Settings
+from pilar.errors import LLMError
+
+SSE = "text/event-stream"
+STREAM_DOC = ("`delta` events, each `{\"text\": ...}` (the reply as it is generated), then one "
+              "`answer` event holding the whole answer (AnswerResponse); a reader failing "
+              "midway ends the stream with an `error` event holding a Problem.")
+
+
+def _event(name: str, data: str) -> bytes:
+    return format_sse_event(data_str=data, event=name)
+
+
+def answer_events(first: str, deltas: Iterator[str], stream) -> Iterator[bytes]:
+    """The SSE body of a streamed answer (an :class:`~pilar.reader.AnswerStream`):
+    ``first`` (already read) and the rest of ``deltas`` as ``delta`` events,
+    then ``answer`` (or ``error``)."""
+    try:
+        yield _event("delta", json.dumps({"text": first}, ensure_ascii=False))
+        for text in deltas:
+            yield _event("delta", json.dumps({"text": text}, ensure_ascii=False))
+        yield _event("answer", answer_response(stream.answer).model_dump_json())
+    except LLMError as exc:
+        problem = Problem(title=HTTPStatus(exc.status).phrase, status=exc.status,
+                          detail=f"reader failed: {exc}")
+        yield _event("error", problem.model_dump_json(exclude_none=True))
+
+
+ANSWER_DESCRIPTION = (
+    "Answer a question from pilar's documents: the reader answers from the evidence packet "
+    "alone, citing its items as [n]; returns the answer, its citations resolved to supports "
+    "(document, page, section path, bbox or table cell), flags and the packet.")
+
+
+def run_answer(pilar, caller, req: AnswerRequest) -> AnswerResponse:
+    """One (not streamed) answer for ``caller`` (shared by REST and MCP)."""
+    return answer_response(scoping.answer(pilar, caller, req.question, req.budget_tokens,
+                                          req.k, req.profile, req.doc_ids, req.collections))
+
+
+def routes(settings: Settings) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["answer"],
+                       responses={401: {"model": Problem}, 422: {"model": Problem}})
+
+    @router.post("/answer", response_model=AnswerResponse, responses={
+        200: {"content": {SSE: {"schema": {"type": "string"}}}, "description":
+              "the answer (JSON), or with `stream` server-sent events: " + STREAM_DOC},
+        502: {"model": Problem, "description": "the reader's model server failed"},
+        503: {"model": Problem, "description": "no reader is configured"},
+        504: {"model": Problem, "description": "the reader timed out"}})
+    def answer(pilar: PilarDep, caller: Caller, req: AnswerRequest, request: Request):
+        """Answer ``question`` from its packet (at most ``budget_tokens``
+        reader tokens), citing the packet's items as ``[n]``; citations come
+        resolved to supports (document, page, section path, bbox or table
+        cell), with flags (no_citation, unknown_citation, not_in_evidence,
+        truncated). ``stream`` (or ``Accept: text/event-stream``): see the
+        200 response."""
+        if not (req.stream or SSE in request.headers.get("accept", "")):
+            return run_answer(pilar, caller, req)
+        result = scoping.answer(pilar, caller, req.question, req.budget_tokens, req.k,
+                                req.profile, req.doc_ids, req.collections, stream=True)
+        deltas = iter(result)
+        # the first delta before the response starts: a reader failing at once (or
+        # replying nothing, which finishing the stream reports) gets problem+json
+        first = next(deltas, "")
+        return EventSourceResponse(answer_events(first, deltas, result))
+
+    return router
