@@ -19,9 +19,7 @@ page cache warm (a long-running server's steady state) and emptied before
 every search. Targets on the 400-page corpus, 2 cores:
 p50 <= 150 ms, p95 <= 400 ms.
 
-Besides p50/p95/mean (ms) it reports the store queries per search (mean:
-Neo4j driver queries for the graph on Neo4j, SQL statements on the embedded
-file, graph and page index together), the 1-minute load average before and
+Besides p50/p95/mean (ms) it reports the 1-minute load average before and
 after each run, torch's thread count and whether the driver's Rust extension
 (``neo4j-rust-ext``) is installed: on a shared 2-core machine these move the
 figures more than anything else.
@@ -50,47 +48,16 @@ from pilar.ingest import parse
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def count_queries(p: Pilar) -> list[int]:
-    """A one-element counter of the store queries ``p`` runs from now on:
-    Neo4j driver queries when the graph is on Neo4j, else SQL statements."""
-    counter = [0]
-    if p.index.name == "elasticsearch":  # plus Elasticsearch requests
-        perform = p.index.client.perform_request
-
-        def requested(*args, **kwargs):
-            counter[0] += 1
-            return perform(*args, **kwargs)
-
-        p.index.client.perform_request = requested
-    driver = getattr(p.graph, "driver", None)
-    if driver is not None:
-        execute_query = driver.execute_query
-
-        def counted(*args, **kwargs):
-            counter[0] += 1
-            return execute_query(*args, **kwargs)
-
-        driver.execute_query = counted
-    else:
-        def traced(statement: str) -> None:
-            if not statement.startswith("--"):  # "--" marks FTS5's own nested reads
-                counter[0] += 1
-
-        p.graph.db.conn.set_trace_callback(traced)
-    return counter
-
-
 def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, float]:
     """Latency of ``p.search`` over ``questions`` after 5 warm-up searches:
     ``{"ms" (one per search, in question order), "p50_ms", "p95_ms", "mean_ms",
-    "n", "queries_per_search", "load_before", "load_after"}`` (load = 1-minute load average). Every question is
+    "n", "load_before", "load_after"}`` (load = 1-minute load average). Every question is
     embedded afresh (the query-vector cache is emptied). ``cold`` empties the
     page cache (supports and units of packed pages) before every search;
     otherwise all questions run once untimed first, so their pages are
     cached as on a long-running server."""
     for q in questions if not cold else questions[:5]:
         p.search(q)
-    counter = count_queries(p)
     load_before = os.getloadavg()[0]
     times = []
     for q in track(questions, description=f"search ({p.graph.name} + {p.index.name}"
@@ -105,7 +72,7 @@ def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, flo
     times.sort()
     return {"ms": samples, "p50_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
             "mean_ms": statistics.fmean(times), "n": len(times),
-            "queries_per_search": counter[0] / len(times), "load_before": load_before,
+            "load_before": load_before,
             "load_after": os.getloadavg()[0]}
 
 
@@ -151,12 +118,11 @@ def main() -> None:
     report["env"] = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "neo4j_rust_ext": importlib.util.find_spec("neo4j._rust") is not None}
     table = Table(title=f"search latency, {args.n} questions, {n_docs} documents, reader excluded")
-    for col in ("graph (+ index)", "p50 ms", "p95 ms", "mean ms", "queries/search", "load"):
+    for col in ("graph (+ index)", "p50 ms", "p95 ms", "mean ms", "load"):
         table.add_column(col)
     for name, r in report.items():
         if name not in ("env", "documents"):
             table.add_row(name, f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['mean_ms']:.1f}",
-                          f"{r['queries_per_search']:.1f}",
                           f"{r['load_before']:.2f} -> {r['load_after']:.2f}")
     console.print(table)
     console.print(report["env"])

@@ -10,7 +10,8 @@ import threading
 
 class CuttableProxy:
     """Forwards ``127.0.0.1:port`` to ``target`` (host, port) until :meth:`cut`;
-    while cut, new connections are refused and open ones are closed."""
+    while cut, new connections are refused (``refused`` is set at the first)
+    and open ones are closed."""
 
     def __init__(self, target: tuple[str, int]):
         self.target = target
@@ -19,6 +20,7 @@ class CuttableProxy:
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
         self._cut = False
+        self.refused = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -49,6 +51,7 @@ class CuttableProxy:
             with self._lock:
                 if self._cut:
                     client.close()
+                    self.refused.set()
                     continue
                 upstream = socket.create_connection(self.target)
                 self._open += [client, upstream]

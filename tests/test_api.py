@@ -1,8 +1,10 @@
 """The REST API and MCP endpoint, driven over a real uvicorn server on loopback.
 
-The server runs on the embedded store always, and with the graph on Neo4j
-when NEO4J_URI is set. One server per backend for the module: documents are
-uploaded once (collection ``default`` and ``alpha``) and every test reads them.
+The server runs on the embedded store always, with the graph on Neo4j when
+NEO4J_URI is set, and on the production stack (graph on Neo4j, page index on
+Elasticsearch, no SQLite file) when ELASTICSEARCH_URL is set too. One server
+per stack for the module: documents are uploaded once (collection
+``default`` and ``alpha``) and every test reads them.
 Its reader is the FAULT-INJECTION stub (tests/stub_openai.py, scenario
 ``reader_faults``: a word in the question picks the fault); real answers
 from a real model server are tested in tests/test_llm_server.py.
@@ -46,27 +48,37 @@ def stub_reader():
 READER_TIMEOUT = 1.5
 """Seconds the served reader waits (the stub's timeout fault sleeps 4)."""
 
+STACKS = {"sqlite": ("sqlite", "sqlite"), "neo4j": ("neo4j", "sqlite"),
+          "neo4j+elasticsearch": ("neo4j", "elasticsearch")}
+"""Stack name -> (PILAR_GRAPH, PILAR_INDEX)."""
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+
+@pytest.fixture(scope="module", params=[
+    "sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j),
+    pytest.param("neo4j+elasticsearch", marks=[pytest.mark.neo4j, pytest.mark.elasticsearch])])
 def served(request, tmp_path_factory, stub_reader):
     """A running server with documents in ``default`` (and one in ``alpha``)
     and the ids the tests need."""
+    import uuid
+
     home = tmp_path_factory.mktemp(f"api-{request.param}")
     inbox = home / "inbox"
     inbox.mkdir()
     (inbox / "escape").symlink_to(FIXTURES / "pdf")  # a link inside a root to outside it
+    graph, index = STACKS[request.param]
     env = {"PILAR_API_KEYS": f"{FULL},{ALPHA}:alpha",
-           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox}", "PILAR_GRAPH": request.param,
+           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox}", "PILAR_GRAPH": graph, "PILAR_INDEX": index,
            # the reader only (no PILAR_LLM_MODEL: ingest extracts no assertions with it)
            "PILAR_READER_BASE_URL": stub_reader.base_url, "PILAR_READER_MODEL": "reader_faults",
            "PILAR_READER_TIMEOUT": str(READER_TIMEOUT), "PILAR_LLM_MAX_RETRIES": "0"}
-    if request.param == "neo4j":
+    if index == "elasticsearch":  # indexes of this module only, dropped afterwards
+        env["ELASTICSEARCH_URL"] = os.environ["ELASTICSEARCH_URL"]
+        env["PILAR_ELASTICSEARCH_INDEX"] = f"pilar-test-api-{uuid.uuid4().hex[:12]}"
+    if graph == "neo4j":
         from pilar import Pilar
-        from pilar.config import Settings
 
         env["NEO4J_URI"] = os.environ["NEO4J_URI"]
-        p = Pilar(settings=Settings(home=home / "cleanup", graph="neo4j",
-                                    neo4j_uri=env["NEO4J_URI"]))
+        p = Pilar(settings=_settings_of(home / "cleanup", env))
         p.recover()  # start from an empty graph, through the facade
         for doc in p.docs():
             p.delete(doc.doc_id)
@@ -79,9 +91,16 @@ def served(request, tmp_path_factory, stub_reader):
     done = wait_job(full, job["job_id"])
     alpha_done = wait_job(full, alpha_job["job_id"])
     yield {"server": server, "full": full, "job": done, "alpha_job": alpha_done,
-           "backend": request.param, "inbox": inbox}
+           "backend": graph, "inbox": inbox}
     full.close()
     server.stop()
+    if index == "elasticsearch":
+        from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
+
+        es = ElasticsearchPageIndex(env["ELASTICSEARCH_URL"],
+                                    prefix=env["PILAR_ELASTICSEARCH_INDEX"])
+        es.drop()
+        es.close()
 
 
 def _ids(job: dict) -> list[str]:
@@ -93,7 +112,9 @@ def test_health_routes_are_open(served):
     assert anon.get("/healthz").json() == {"status": "ok", "checks": {}}
     ready = anon.get("/readyz").json()
     assert ready["status"] == "ok"
-    assert ready["checks"][f"graph:{served['backend']}"] == "ok"
+    graph, index = served["server"].env["PILAR_GRAPH"], served["server"].env["PILAR_INDEX"]
+    assert ready["checks"][f"graph:{graph}"] == "ok"
+    assert ready["checks"][f"index:{index}"] == "ok"
 
 
 def test_upload_job_has_per_file_status_and_reasons(served):
@@ -503,7 +524,7 @@ def test_limited_key_gets_nothing_of_other_collections_on_any_route(served):
     default_ids = _ids(served["job"])
     alpha_ids = _ids(served["alpha_job"])
     # an entity only documents of `default` use (read through the facade)
-    reader = Pilar(settings=_settings_of(server))
+    reader = Pilar(settings=_settings_of(server.home, server.env))
     found = full.get("/v1/entities", params={"q": "tower"}).json()["items"]
     uses = reader.entity_documents([e["entity_id"] for e in found])
     private = [e for e in found if uses[e["entity_id"]] and
@@ -539,11 +560,13 @@ def test_limited_key_gets_nothing_of_other_collections_on_any_route(served):
     assert full.get(f"/v1/documents/{default_ids[1]}").status_code == 200  # not deleted
 
 
-def _settings_of(server: ApiServer):
+def _settings_of(home, env: dict[str, str]):
+    """The Settings a server with ``env`` runs on, for a reader of its stores."""
     from pilar.config import Settings
 
-    return Settings(home=server.home, graph=server.env["PILAR_GRAPH"],
-                    neo4j_uri=server.env.get("NEO4J_URI"))
+    return Settings(home=home, graph=env["PILAR_GRAPH"], index=env["PILAR_INDEX"],
+                    neo4j_uri=env.get("NEO4J_URI"), elasticsearch_url=env.get("ELASTICSEARCH_URL"),
+                    elasticsearch_index=env.get("PILAR_ELASTICSEARCH_INDEX", "pilar"))
 
 
 # -- MCP: the SDK's own client, over streamable HTTP and stdio ------------------------

@@ -78,6 +78,18 @@ def test_bm25_ranks_matching_pages_with_stemming(page_index):
     assert page_index.bm25("zzzqqq", 10) == {}
 
 
+def test_bm25_terms_are_the_words_query_terms_splits(page_index):
+    """Both backends index the words :func:`query_terms` splits a question
+    into: digits around a comma, a folded accent and words the english
+    stop list drops ('they', 'not') all match."""
+    _fill(page_index)
+    page_index.add_pages([Page("dddd", 1, "Attendance was 12,500 at Estadio Málaga; "
+                                          "they did not score.")],
+                         [np.stack([unit(0, 0, 0, 1)])], [[None]])
+    for question in ("attendance of 12 500?", "malaga", "did they not?"):
+        assert list(page_index.bm25(question, 10)) == ["dddd:1"], question
+
+
 def test_bm25_scope_and_given_pages(page_index):
     _fill(page_index)
     q = "tallest building Kanpur actress football"

@@ -8,8 +8,9 @@ helpers: neither the reindex module nor data streams, which
 ``helpers.reindex`` asks about, are in every distribution),
 swaps the alias in one atomic ``update_aliases`` and drops the old index.
 
-A page is one document (``_id`` = page id): ``text`` for BM25 (``english``
-analyser), ``chunks`` (nested: one ``dense_vector`` per evidence unit or text
+A page is one document (``_id`` = page id): ``text`` for BM25 (analysed
+as the embedded FTS5 index tokenises it, queries weighted to FTS5's idf:
+:meth:`ElasticsearchPageIndex._match`), ``chunks`` (nested: one ``dense_vector`` per evidence unit or text
 window, cosine, HNSW) for kNN, where a page scores by its best vector, and
 ``doc_id``, ``number``, ``collection``, ``sections`` as keywords. Filters
 (:class:`~pilar.model.Scope`) go inside the BM25 and kNN queries. Unit
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -71,13 +73,15 @@ def _filters(scope: Scope | None) -> list[dict]:
     return out
 
 
-def _match(question: str) -> dict | None:
-    """The BM25 clause: the question's content words (:func:`query_terms`,
-    the same terms the embedded index ORs), any of which may match."""
-    terms = query_terms(question)
-    if not terms:
-        return None
-    return {"match": {"text": {"query": " ".join(terms), "operator": "or"}}}
+def fts5_weight(doc_freq: int, doc_count: int) -> float:
+    """How much more a term weighs in SQLite FTS5's BM25 than in Lucene's:
+    FTS5's idf, ``ln((N - n + 0.5) / (n + 0.5))`` (1e-6 when not positive),
+    over Lucene's, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, times FTS5's
+    ``k1 + 1`` (Lucene dropped it), for a term in ``doc_freq`` of
+    ``doc_count`` pages. Boosting each term's clause by it gives the
+    embedded index's BM25 (same tf and length normalisation, k1 1.2, b 0.75)."""
+    ratio = (doc_count - doc_freq + 0.5) / (doc_freq + 0.5)
+    return 2.2 * max(1e-6, math.log(ratio)) / math.log1p(ratio)
 
 
 def _knn(query: np.ndarray, k: int, filters: list[dict]) -> dict:
@@ -92,7 +96,8 @@ class ElasticsearchPageIndex:
     """PageIndex on Elasticsearch (see :class:`pilar.retrieval.PageIndex`).
 
     ``url`` is the node's HTTP URL, ``api_key`` an optional API key,
-    ``prefix`` the alias prefix (``PILAR_ELASTICSEARCH_INDEX``). Applies
+    ``prefix`` the alias prefix (``PILAR_ELASTICSEARCH_INDEX``);
+    ``request_timeout`` and the backoff's ``(base, cap)`` in seconds. Applies
     pending migrations on open. Raises :class:`StoreError` when the node
     cannot be reached.
     """
@@ -100,15 +105,21 @@ class ElasticsearchPageIndex:
     name = "elasticsearch"
 
     def __init__(self, url: str, api_key: str | None = None, prefix: str = "pilar",
-                 request_timeout: float = 30.0, max_retries: int = 3):
+                 request_timeout: float = 30.0, max_retries: int = 3,
+                 retry_backoff: tuple[float, float] = (0.5, 8.0)):
         from elasticsearch import Elasticsearch
 
         self.url = url
         self.prefix = prefix
         self.pages_alias = f"{prefix}-pages"
         self.units_alias = f"{prefix}-units"
+        # The transport retries connection errors, timeouts and 429/502/503/504
+        # up to max_retries times, sleeping between attempts with jittered
+        # exponential backoff (retry_backoff = (base, cap) seconds).
         self.client = Elasticsearch(url, api_key=api_key, request_timeout=request_timeout,
-                                    max_retries=max_retries, retry_on_timeout=True)
+                                    max_retries=max_retries, retry_on_timeout=True,
+                                    retry_backoff_base=retry_backoff[0],
+                                    retry_backoff_cap=retry_backoff[1])
         self._call("connect", self.client.info)
         self.migrate()
 
@@ -196,8 +207,10 @@ class ElasticsearchPageIndex:
                   sections: list[list[str]] | None = None) -> None:
         """Index ``pages`` with one bulk request stream (the client's
         ``helpers.streaming_bulk``, 429s retried with backoff) that returns
-        once they are searchable (``refresh=wait_for``: the next scheduled
-        refresh, no extra segment per document). Raises :class:`StoreError` naming the first
+        once they are searchable (``refresh=true``: the shard refreshes at
+        once, a small segment per document that merges later; waiting for
+        the scheduled refresh instead cost about 1 s per document, 4x slower
+        on the dev pages). Raises :class:`StoreError` naming the first
         failed item and how many failed (a page id already indexed is one)."""
         def actions():
             for i, (page, vecs) in enumerate(zip(pages, vectors, strict=True)):
@@ -224,7 +237,7 @@ class ElasticsearchPageIndex:
         results = self._call(what, lambda: list(helpers.streaming_bulk(
             self.client, actions, chunk_size=500, max_chunk_bytes=20 * 1024 * 1024,
             raise_on_error=False, raise_on_exception=False, max_retries=3,
-            initial_backoff=1, max_backoff=30, refresh="wait_for")))
+            initial_backoff=1, max_backoff=30, refresh=True)))
         for ok, item in results:
             if not ok:
                 failed += 1
@@ -278,18 +291,51 @@ class ElasticsearchPageIndex:
                          filter_path="hits.hits._id,hits.hits._score", **body)
         return [(h["_id"], h["_score"]) for h in res.get("hits", {}).get("hits", [])]
 
+    def _match(self, question: str) -> dict | None:
+        """The BM25 clause for ``question``: its content words
+        (:func:`query_terms`, the terms the embedded index ORs) analysed as
+        the page text is, one ``term`` clause per analysed term boosted by
+        :func:`fts5_weight` (times its occurrences: FTS5 scores each OR-ed
+        word, two words of one stem twice), any of which may match; None when
+        no term is in the index. Term and page counts come from one
+        ``termvectors`` call on the question as an artificial document."""
+        terms = query_terms(question)
+        if not terms:
+            return None
+        res = self._call("read term statistics", self.client.termvectors,
+                         index=self.pages_alias, doc={"text": " ".join(terms)}, fields=["text"],
+                         term_statistics=True, field_statistics=True, positions=False,
+                         offsets=False, payloads=False)
+        found = res.get("term_vectors", {}).get("text") or {}
+        doc_count = found.get("field_statistics", {}).get("doc_count", 0)
+        if not doc_count:
+            return None
+        clauses = [{"term": {"text": {"value": term, "boost": stats["term_freq"] * fts5_weight(
+                       stats["doc_freq"], doc_count)}}}
+                   for term, stats in found.get("terms", {}).items() if stats.get("doc_freq")]
+        if not clauses:
+            return None
+        return {"bool": {"should": clauses, "minimum_should_match": 1}}
+
     def bm25(self, question: str, n: int, scope: Scope | None = None) -> dict[str, float]:
-        """``{page_id: bm25}`` (Lucene BM25, k1=1.2, b=0.75) for the ``n``
-        best pages within ``scope``, best first."""
-        match = _match(question)
-        if match is None or n <= 0:
+        """``{page_id: bm25}`` for the ``n`` best pages within ``scope``, best
+        first: the embedded index's BM25 (SQLite FTS5's idf, k1=1.2,
+        b=0.75, see :meth:`_match`) on Lucene's term statistics; Lucene
+        stores page lengths in one byte (lossily for long pages), so scores agree with
+        the embedded index's to a few percent, not exactly."""
+        if n <= 0:
+            return {}
+        match = self._match(question)
+        if match is None:
             return {}
         query = {"bool": {"must": [match], "filter": _filters(scope)}}
         return {pid: float(s) for pid, s in self._hits("BM25 search", query=query, size=n)}
 
     def bm25_for(self, question: str, page_ids: list[str]) -> dict[str, float]:
-        match = _match(question)
-        if match is None or not page_ids:
+        if not page_ids:
+            return {}
+        match = self._match(question)
+        if match is None:
             return {}
         query = {"bool": {"must": [match], "filter": [{"ids": {"values": list(page_ids)}}]}}
         return {pid: float(s) for pid, s in self._hits("BM25 search", query=query,

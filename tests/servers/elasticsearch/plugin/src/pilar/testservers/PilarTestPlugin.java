@@ -10,6 +10,9 @@ import java.util.function.Supplier;
 import org.apache.lucene.analysis.Analyzer;
 import org.apache.lucene.analysis.CharArraySet;
 import org.apache.lucene.analysis.en.EnglishAnalyzer;
+import org.apache.lucene.analysis.en.PorterStemFilter;
+import org.apache.lucene.analysis.miscellaneous.ASCIIFoldingFilter;
+import org.apache.lucene.analysis.pattern.PatternTokenizer;
 import org.elasticsearch.Build;
 import org.elasticsearch.client.internal.node.NodeClient;
 import org.elasticsearch.cluster.ClusterName;
@@ -20,6 +23,8 @@ import org.elasticsearch.features.NodeFeature;
 import org.elasticsearch.index.analysis.AbstractIndexAnalyzerProvider;
 import org.elasticsearch.index.analysis.Analysis;
 import org.elasticsearch.index.analysis.AnalyzerProvider;
+import org.elasticsearch.index.analysis.TokenFilterFactory;
+import org.elasticsearch.index.analysis.TokenizerFactory;
 import org.elasticsearch.indices.analysis.AnalysisModule;
 import org.elasticsearch.node.Node;
 import org.elasticsearch.plugins.ActionPlugin;
@@ -36,7 +41,11 @@ import org.elasticsearch.xcontent.XContentBuilder;
  * What pilar's tests need from Elasticsearch and the integ-test distribution
  * on Maven Central lacks (its analysis-common and rest-root modules are not
  * published): the {@code english} analyser (Lucene's EnglishAnalyzer, with the
- * {@code stopwords} and {@code stem_exclusion} settings of the real one) and
+ * {@code stopwords} and {@code stem_exclusion} settings of the real one), the
+ * {@code pattern} tokenizer ({@code pattern} setting; default {@code \\W+}) and
+ * the {@code asciifolding} and {@code porter_stem} token filters (Lucene's
+ * PatternTokenizer, ASCIIFoldingFilter, PorterStemFilter, as analysis-common
+ * builds them), and
  * {@code GET}/{@code HEAD /} (node and version info), which the official
  * clients call to ping and to check the product. Built against the
  * distribution's own lib/ jars by ../start; written for the 9.5 plugin API
@@ -47,6 +56,43 @@ public class PilarTestPlugin extends Plugin implements AnalysisPlugin, ActionPlu
     @Override
     public Map<String, AnalysisModule.AnalysisProvider<AnalyzerProvider<? extends Analyzer>>> getAnalyzers() {
         return Map.of("english", (indexSettings, env, name, settings) -> new English(env, name, settings));
+    }
+
+    @Override
+    public Map<String, AnalysisModule.AnalysisProvider<TokenizerFactory>> getTokenizers() {
+        return Map.of("pattern", (indexSettings, env, name, settings) -> {
+            java.util.regex.Pattern pattern = java.util.regex.Pattern.compile(settings.get("pattern", "\\W+"));
+            int group = settings.getAsInt("group", -1);
+            return TokenizerFactory.newFactory(name, () -> new PatternTokenizer(pattern, group));
+        });
+    }
+
+    @Override
+    public Map<String, AnalysisModule.AnalysisProvider<TokenFilterFactory>> getTokenFilters() {
+        return Map.of(
+            "asciifolding", (indexSettings, env, name, settings) -> new Filter(name, ASCIIFoldingFilter::new),
+            "porter_stem", (indexSettings, env, name, settings) -> new Filter(name, PorterStemFilter::new));
+    }
+
+    /** A token filter made by one constructor of Lucene's. */
+    static final class Filter implements TokenFilterFactory {
+        private final String name;
+        private final java.util.function.UnaryOperator<org.apache.lucene.analysis.TokenStream> make;
+
+        Filter(String name, java.util.function.UnaryOperator<org.apache.lucene.analysis.TokenStream> make) {
+            this.name = name;
+            this.make = make;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public org.apache.lucene.analysis.TokenStream create(org.apache.lucene.analysis.TokenStream in) {
+            return make.apply(in);
+        }
     }
 
     @Override
