@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
