@@ -31,6 +31,13 @@ class CuttableProxy:
         with self._lock:
             self._cut = True
             for s in self._open:
+                # shutdown first: a forked process (pilar's parse workers) may
+                # hold a copy of the descriptor, and close() alone would leave
+                # the connection open, so a pooled client connection would hang
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
                 s.close()
             self._open.clear()
 

@@ -153,8 +153,12 @@ def test_sigkill_mid_document_leaves_nothing_visible_and_a_rerun_completes(stack
 
 @pytest.mark.elasticsearch
 def test_elasticsearch_stopped_mid_batch_gives_a_clear_error_and_nothing_half_visible(
-        es_index, tmp_path):
+        es_index, tmp_path, monkeypatch):
     from tests.fault_proxy import CuttableProxy
+
+    # each document embedded and stored on its own (not batched with the next
+    # ones), so the first file's progress comes before the second is written
+    monkeypatch.setattr("pilar.pipeline.EMBED_BATCH_UNITS", 1)
 
     target = urlparse(es_index.url)
     proxy = CuttableProxy((target.hostname, target.port))
