@@ -4,7 +4,6 @@ the expected result (hostile/index.jsonl), never a crash or a hang."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -73,27 +72,24 @@ def test_zero_pages(hostile):
     _expect_error(hostile / "zero-pages-0.pdf", "no pages")
 
 
-def test_many_blank_pages_fast_and_empty(hostile):
-    start = time.perf_counter()
+@pytest.mark.timeout(120)  # a hang guard; speed is measured in bench/pdf_parse.py
+def test_many_blank_pages_read_empty(hostile):
     doc = parse(hostile / "many-blank-pages-0.pdf")
-    assert time.perf_counter() - start < 15
     assert doc.document.n_pages == len(doc.pages) >= 1500
     assert doc.units == [] and doc.supports == []
     assert [p.number for p in doc.pages[:3]] == [1, 2, 3]
 
 
+@pytest.mark.timeout(60)  # a hang guard; speed is measured in bench/pdf_parse.py
 def test_giant_page_not_rendered(hostile):
-    start = time.perf_counter()
     doc = parse(hostile / "giant-page-0.pdf")
-    assert time.perf_counter() - start < 5
     assert doc.pages[0].width == 14400 and doc.units == []
     assert any("render limit" in w for w in doc.warnings)
 
 
+@pytest.mark.timeout(180)  # a hang guard; speed is measured in bench/pdf_parse.py
 def test_image_bomb_read_downscaled(hostile):
-    start = time.perf_counter()
     doc = parse(hostile / "image-bomb-0.pdf")
-    assert time.perf_counter() - start < 30
     assert any("12000 x 12000 px" in w and "downscaled" in w for w in doc.warnings)
     assert len(doc.pages) == 1
 
