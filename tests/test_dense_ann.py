@@ -24,9 +24,10 @@ def _vectors(n: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _open(home, save_every=200, dense="ann"):
+def _open(home, save_every=200, dense="ann", exact_below=20_000):
     db = SqliteDatabase(home / "pilar.sqlite")
-    search = AnnDense(db, home / "dense", save_every=save_every) if dense == "ann" else ExactDense(db)
+    search = (AnnDense(db, home / "dense", save_every=save_every, exact_below=exact_below)
+              if dense == "ann" else ExactDense(db))
     return SqlitePageIndex(db, search)
 
 
@@ -41,8 +42,8 @@ def _files(home):
     return sorted(p.name for p in (home / "dense").glob("*.usearch"))
 
 
-def test_ann_agrees_with_exact_search_and_scores_exactly(tmp_path):
-    ann = _open(tmp_path)
+def test_a_small_index_agrees_with_exact_search_and_scores_exactly(tmp_path):
+    ann = _open(tmp_path)  # 300 vectors: under exact_below, scanned whole
     for d in range(20):
         _add(ann, f"doc{d:02d}", collection="odd" if d % 2 else "even")
     exact = SqlitePageIndex(ann.db, ExactDense(ann.db))
@@ -57,6 +58,22 @@ def test_ann_agrees_with_exact_search_and_scores_exactly(tmp_path):
                    for pid in ann.dense_top(q, 5, scope))
         ids = ["doc03:2", "nope:1", "doc00:1"]
         assert ann.dense_for(q, ids) == pytest.approx(exact.dense_for(q, ids), abs=1e-6)
+    ann.close()
+
+
+def test_the_graph_walk_finds_nearly_every_exact_neighbour_and_scores_it_exactly(tmp_path):
+    ann = _open(tmp_path, exact_below=0)  # always the HNSW walk
+    for d in range(100):
+        _add(ann, f"doc{d:03d}", pages=4, per_page=6)  # 2,400 vectors
+    exact = SqlitePageIndex(ann.db, ExactDense(ann.db))
+    overlaps = []
+    for q in _vectors(20):
+        want, got = exact.dense_top(q, 10), ann.dense_top(q, 10)
+        assert len(got) == 10
+        overlaps.append(len(set(got) & set(want)) / 10)
+        # whatever the walk returns carries its exact float32 score
+        assert got == pytest.approx(exact.dense_for(q, list(got)), abs=1e-6)
+    assert np.mean(overlaps) >= 0.9, overlaps
     ann.close()
 
 

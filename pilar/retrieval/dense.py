@@ -199,15 +199,19 @@ class AnnDense:
     ``top`` asks the index for ``16n`` (at least 256) nearest vectors (a page
     holds many: 4n rarely reached n pages on the dev store), widening
     until ``n`` pages within the scope are found or the index is exhausted;
-    a scope naming documents is searched exactly over their pages.
+    a scope naming documents is searched exactly over their pages. An index
+    of fewer than ``exact_below`` vectors is scanned whole (usearch's exact
+    search over the compact copies): at that size a scan costs about what a
+    graph walk does, and HNSW's recall is poorest on small graphs.
     """
 
     def __init__(self, db: SqliteDatabase, folder: Path, dtype: str = "f16",
-                 save_every: int = 200):
+                 save_every: int = 200, exact_below: int = 20_000):
         self.db = db
         self.folder = Path(folder)
         self.dtype = dtype
         self.save_every = save_every
+        self.exact_below = exact_below
         self._lock = threading.RLock()
         self._index = None
         self._seq = 0  # last index_changes entry applied
@@ -233,7 +237,8 @@ class AnnDense:
             k = max(16 * n, 256)
             q = query.astype(np.float32)
             while True:
-                found = index.search(q, min(k, len(index)))
+                found = index.search(q, min(k, len(index)),
+                                     exact=len(index) < self.exact_below)
                 hits: dict[int, list[tuple[int, float]]] = {}
                 for key, dist in zip(found.keys.tolist(), found.distances.tolist()):
                     hits.setdefault(key >> _CHUNK_BITS, []).append(
