@@ -36,7 +36,7 @@ from pilar.config import Settings
 from pilar.model import Scope
 from pilar.graph.linking import link_across
 from pilar.ingest import parse
-from pilar.pipeline import page_sections
+from pilar.writes import page_sections
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -145,7 +145,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
 
     Folders are walked; files in them that are not documents (notes, data,
     hidden files) are skipped and counted."""
-    from pilar.pipeline import select_files
+    from pilar.ingest.files import select_files
 
     p = _open(home)
     p.recover()
