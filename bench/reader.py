@@ -43,7 +43,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import FlatChunks  # noqa: E402 - the sibling module
+from baselines import OUT, FlatChunks  # noqa: E402 - the sibling module
 
 from pilar import Pilar  # noqa: E402
 from pilar.errors import LLMError  # noqa: E402
@@ -93,7 +93,7 @@ def main() -> None:
     questions = [q for q in load_questions(args.questions)[0] if q.gold and q.gold[0] in page_of]
     if args.limit and args.limit < len(questions):  # a fixed sample of the stored pages' questions
         questions = random.Random(13).sample(questions, args.limit)
-    flat = FlatChunks(p, cache=Path("bench/out"))
+    flat = FlatChunks(p, cache=OUT)
     console.print(f"{len(questions)} questions, {len(docs)} documents, reader "
                   f"{reader.client.model} at {reader.client.endpoint.base_url}, budget "
                   f"{args.budget} ({p.tokens.name}{', estimate' if p.tokens.estimate else ''})")
