@@ -120,8 +120,9 @@ class Pilar:
     def selector(self) -> UnitSelector:
         cross = load_cross_encoder(self.settings.reranker_model) \
             if self.settings.reranker_model else None
-        return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
-                            self.settings.unit_page_weight)
+        s = self.settings
+        return UnitSelector(self.embedder, self.index.unit_vectors, cross, s.prefilter,
+                            s.unit_page_weight, s.unit_cues)
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,

@@ -271,3 +271,36 @@ def test_key_value_rows_share_one_group_without_header_lines(store: Pilar):
     text = "\n".join(item.text for item in block).splitlines()
     assert text[0] == "## Evidence units" and text[1].startswith("### ")
     assert text[2:] == [" | ".join(c.replace("\n", " / ") for c in u.cells) for u in kv[:3]]
+
+
+@pytest.mark.parametrize("stem, question, answer", [
+    ("204-349", "what is the last year listed on this chart?", "1972"),
+    ("204-98", "what is the first year?", "1998"),
+    ("204-865", "which tournament this year had the highest purse reward offered?", "Argentine Open"),
+])
+def test_rows_named_by_position_or_extreme_value_are_selected_first(store: Pilar, stem, question,
+                                                                    answer):
+    units = page_units(store, stem)
+    chosen = store.selector.select(question, [(0, u) for u in units])
+    assert answer in chosen[0].unit.text or answer in chosen[1].unit.text
+    assert any(answer in s.unit.text for s in chosen[:2] if s.unit.kind == "row")
+    plain = UnitSelector(store.embedder, store.index.unit_vectors, cues=False)
+    assert [s.unit.unit_id for s in plain.select(question, [(0, u) for u in units])] != \
+        [s.unit.unit_id for s in chosen]
+
+
+def test_cue_rows_are_the_tables_first_last_and_extreme_rows(store: Pilar):
+    from pilar.packing.cues import cue_units, number
+
+    assert (number("3,083.06"), number("\u22120.7"), number("5th"), number("n/a")) == \
+        (3083.06, -0.7, 5.0, None)
+    units = page_units(store, "204-865")
+    rows = [u for u in units if u.kind == "row" and u.table_index is not None]
+    table = [u for u in rows if u.table_index == rows[0].table_index]
+    table.sort(key=lambda u: u.row_index)
+    cues = [u.unit_id for u in cue_units("what was the first and the last tournament?", units,
+                                         table)]
+    assert cues[0] == table[0].unit_id and table[-1].unit_id in cues and len(cues) <= 4
+    assert cue_units("where was the tournament held?", units, table) == []
+    # no header names the column: no extreme row
+    assert cue_units("which tournament had the highest zzz?", units, table) == []
