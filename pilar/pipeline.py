@@ -52,6 +52,8 @@ def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
     return Scope.of(collections, doc_ids)
 
 
+_EMPTY = "the store holds no documents: add some with `pilar ingest PATH`"
+
 class Pilar:
     """pilar's Python API.
 
@@ -84,6 +86,7 @@ class Pilar:
             if settings.embedding_cache else None)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
         self._pages_lock = threading.Lock()
+        self._held_pages = False  # the store was seen holding pages (see search)
         self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache)
 
     @cached_property
@@ -214,10 +217,15 @@ class Pilar:
         budget, k = self._budget_k(budget, k)
         scope = _scope(collections, doc_ids)
         retriever = self.retriever(profile)
-        if self.index.count() == 0:
-            raise EmptyStoreError("the store holds no documents: add some with "
-                                  "`pilar ingest PATH`")
+        # the page count is read until the store is seen holding pages, and
+        # again only when a search finds nothing (one round trip less per search)
+        if not self._held_pages and self.index.count() == 0:
+            raise EmptyStoreError(_EMPTY)
+        self._held_pages = True
         pages = retriever.search(question, k, None if scope.unlimited else scope)
+        if not pages and self.index.count() == 0:
+            self._held_pages = False
+            raise EmptyStoreError(_EMPTY)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def ask(self, question: str, budget: int | None = None, k: int | None = None,

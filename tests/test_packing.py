@@ -298,9 +298,10 @@ def test_cue_rows_are_the_tables_first_last_and_extreme_rows(store: Pilar):
     rows = [u for u in units if u.kind == "row" and u.table_index is not None]
     table = [u for u in rows if u.table_index == rows[0].table_index]
     table.sort(key=lambda u: u.row_index)
-    cues = [u.unit_id for u in cue_units("what was the first and the last tournament?", units,
+    pairs = [(0, u) for u in units]
+    cues = [u.unit_id for u in cue_units("what was the first and the last tournament?", pairs,
                                          table)]
     assert cues[0] == table[0].unit_id and table[-1].unit_id in cues and len(cues) <= 4
-    assert cue_units("where was the tournament held?", units, table) == []
+    assert cue_units("where was the tournament held?", pairs, table) == []
     # no header names the column: no extreme row
-    assert cue_units("which tournament had the highest zzz?", units, table) == []
+    assert cue_units("which tournament had the highest zzz?", pairs, table) == []

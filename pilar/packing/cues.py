@@ -40,6 +40,7 @@ MIN_ROWS = 3
 """A table needs this many body rows for a position or an extreme to mean anything."""
 
 _NUMBER = re.compile(r"[-\u2212]?\d[\d,]*(?:\.\d+)?")
+_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 
 
 def number(cell: str) -> float | None:
@@ -67,28 +68,35 @@ def cue_words(question: str) -> tuple[bool, bool, bool, bool]:
             bool(words & LEAST) or either)
 
 
-def cue_units(question: str, units: Sequence[Unit], ranked: Iterable[Unit]) -> list[Unit]:
-    """The rows of ``units`` that ``question`` points at by position or
-    extreme value, most relevant table first, at most :data:`MAX_CUE_UNITS`.
+def cue_units(question: str, units: Sequence[tuple[int, Unit]],
+              ranked: Iterable[Unit]) -> list[Unit]:
+    """The rows of ``units`` (``(page_rank, unit)``, 0 = the best page) that
+    ``question`` points at by position or extreme value, at most
+    :data:`MAX_CUE_UNITS`: rows picked by value first, then rows picked by
+    position, each most relevant table first.
 
     Tables (at least :data:`MIN_ROWS` body rows under at least two named
     columns: not an infobox) are taken most relevant first, at most
-    :data:`MAX_TABLES`: the most question words in their headers, then the
-    order in which ``ranked`` (units in selection order, best first) meets
-    their rows. In each, an ordinal cue gives the first / last body row (by
-    ``row_index``) and, when a numeric column (a number in at least 60% of
-    the rows) is named by the question or holds years, the row with its
+    :data:`MAX_TABLES`: the best page's first, then the most question words
+    in their headers, then the order in which ``ranked`` (units in selection
+    order, best first) meets their rows. In each, an ordinal cue gives the
+    first / last body row (by ``row_index``) and, when a numeric column (a
+    number in at least 60% of the rows; a year in a Year / Season / Date
+    column) is named by the question or holds years, the row with its
     smallest / largest number ("the first completed"); a superlative cue
-    gives, per named numeric column (for oldest / youngest, an ``Age``
-    column), the row with the largest / smallest number. Empty when the
-    question carries no cue."""
+    gives, per named numeric column other than a year (for oldest /
+    youngest, an ``Age`` column), the row with the largest / smallest
+    number. Empty when the question carries no cue."""
     first, last, most, least = cue_words(question)
     if not (first or last or most or least):
         return []
     tables: dict[tuple[str, int, int], list[Unit]] = {}
-    for u in units:
+    page_rank: dict[tuple[str, int, int], int] = {}
+    for rank, u in units:
         if u.kind == "row" and u.table_index is not None and u.row_index is not None:
-            tables.setdefault((u.doc_id, u.page, u.table_index), []).append(u)
+            key = (u.doc_id, u.page, u.table_index)
+            tables.setdefault(key, []).append(u)
+            page_rank[key] = min(rank, page_rank.get(key, rank))
     met: dict[tuple[str, int, int], int] = {}
     for u in ranked:
         met.setdefault((u.doc_id, u.page, u.table_index), len(met))
@@ -99,25 +107,28 @@ def cue_units(question: str, units: Sequence[Unit], ranked: Iterable[Unit]) -> l
         headers = _headers(rows)
         if len(rows) >= MIN_ROWS and sum(1 for h in headers if h.strip()) >= 2:
             named = sum(len(q & set(tokens(h))) for h in headers)
-            eligible.append((-named, met.get(key, len(met)), key, headers))
-    out: list[Unit] = []
-    for _, _, key, headers in sorted(eligible)[:MAX_TABLES]:
+            eligible.append((page_rank[key], -named, met.get(key, len(met)), key, headers))
+    by_value: list[Unit] = []
+    by_position: list[Unit] = []
+    for *_, key, headers in sorted(eligible)[:MAX_TABLES]:
         rows = tables[key]
-        numeric = [c for c in range(len(headers)) if _numeric(rows, c)]
+        years = [c for c, h in enumerate(headers) if set(tokens(h)) & _TIME and _numeric(rows, c, True)]
+        numeric = [c for c in range(len(headers)) if c in years or _numeric(rows, c, False)]
         named = [c for c in numeric if q & set(tokens(headers[c]))]
-        years = [c for c in numeric if set(tokens(headers[c])) & _TIME]
         # "which year had the most ...": the year is what is asked, not compared
         measures = [c for c in named if c not in years] or \
             ([c for c in numeric if "age" in tokens(headers[c])] if EITHER & q else [])
         if first:
-            out += [rows[0], *_extremes(rows, named or years, min)]
+            by_position.append(rows[0])
+            by_value += _extremes(rows, named or years, years, min)
         if last:
-            out += [rows[-1], *_extremes(rows, named or years, max)]
+            by_position.append(rows[-1])
+            by_value += _extremes(rows, named or years, years, max)
         if most:
-            out += _extremes(rows, measures, max)
+            by_value += _extremes(rows, measures, years, max)
         if least:
-            out += _extremes(rows, measures, min)
-    return list({u.unit_id: u for u in out}.values())[:MAX_CUE_UNITS]
+            by_value += _extremes(rows, measures, years, min)
+    return list({u.unit_id: u for u in by_value + by_position}.values())[:MAX_CUE_UNITS]
 
 
 _TIME = frozenset({"year", "season", "date"})
@@ -128,18 +139,27 @@ def _headers(rows: list[Unit]) -> tuple[str, ...]:
     return max((u.headers for u in rows), key=len)
 
 
-def _numeric(rows: list[Unit], col: int) -> bool:
-    """Whether at least 60% of ``rows`` hold a number in column ``col``."""
-    return sum(1 for u in rows if col < len(u.cells) and number(u.cells[col]) is not None) \
+def _value(cell: str, time: bool) -> float | None:
+    """A cell's number; in a time column its year (``"June 12, 2007"`` -> 2007)."""
+    if time:
+        m = _YEAR.search(cell)
+        return float(m.group()) if m else None
+    return number(cell)
+
+
+def _numeric(rows: list[Unit], col: int, time: bool) -> bool:
+    """Whether at least 60% of ``rows`` hold a number (a year) in column ``col``."""
+    return sum(1 for u in rows if col < len(u.cells) and _value(u.cells[col], time) is not None) \
         >= 0.6 * len(rows)
 
 
-def _extremes(rows: list[Unit], cols: list[int], pick) -> list[Unit]:
-    """Per column of ``cols``, the row whose number there ``pick`` (min or max) chooses."""
+def _extremes(rows: list[Unit], cols: list[int], years: list[int], pick) -> list[Unit]:
+    """Per column of ``cols``, the row whose number there ``pick`` (min or
+    max) chooses, the first such row on a tie (``years``: time columns)."""
     out = []
     for col in cols:
         values = [(v, u.row_index, u) for u in rows if col < len(u.cells)
-                  and (v := number(u.cells[col])) is not None]
+                  and (v := _value(u.cells[col], col in years)) is not None]
         if values:
             out.append(pick(values, key=lambda t: (t[0], -t[1] if pick is max else t[1]))[2])
     return out

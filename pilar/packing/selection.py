@@ -101,7 +101,7 @@ class UnitSelector:
         """``scored`` with the rows the question points at by position or
         extreme value (:func:`pilar.packing.cues.cue_units`) moved or added
         to the top, scored just above the best unit; at most ``prefilter``."""
-        cues = cue_units(question, [u for _, u in units], [s.unit for s in scored]) \
+        cues = cue_units(question, units, [s.unit for s in scored]) \
             if self.cues else []
         if not cues:
             return scored
