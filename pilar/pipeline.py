@@ -370,7 +370,7 @@ class Pilar:
         selected, tables = [], {}
         if use_units:
             anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
-            selected = self.selector.select(question, anchors, [p.score for p in pages])
+            selected = self.selector.select(question, anchors, [p.score for p in pages], budget)
             tables = tables_of(u for _, u in anchors)
         s = self.settings
         return assemble(question, pages, evidence, selected, self.tokens, budget,

@@ -32,10 +32,14 @@ LEAST = frozenset({"least", "smallest", "lowest", "fewest", "shortest", "minimum
                    "lightest", "worst", "earliest"})
 EITHER = frozenset({"oldest", "youngest"})  # an age (largest) or a date (smallest)
 
-MAX_CUE_UNITS = 4
+MAX_CUE_UNITS = 7
 """At most this many cue rows per question (each costs one row of the budget)."""
-MAX_TABLES = 3
-"""Cues look at this many tables, the most relevant first."""
+MAX_TABLES = 7
+"""Cues look at this many tables: the best page's first, then one per other page."""
+BEST_PAGE_TABLES = 3
+"""Tables of the best-ranked anchor page that cues look at."""
+BEST_PAGE_CUES = 4
+"""Cue rows taken from the best page's tables; each other page gives at most one."""
 MIN_ROWS = 3
 """A table needs this many body rows for a position or an extreme to mean anything."""
 
@@ -69,17 +73,19 @@ def cue_words(question: str) -> tuple[bool, bool, bool, bool]:
 
 
 def cue_units(question: str, units: Sequence[tuple[int, Unit]],
-              ranked: Iterable[Unit]) -> list[Unit]:
+              ranked: Iterable[Unit], limit: int | None = None) -> list[Unit]:
     """The rows of ``units`` (``(page_rank, unit)``, 0 = the best page) that
-    ``question`` points at by position or extreme value, at most
-    :data:`MAX_CUE_UNITS`: rows picked by value first, then rows picked by
+    ``question`` points at by position or extreme value, at most ``limit``
+    (and :data:`MAX_CUE_UNITS`): rows picked by value first, then rows picked by
     position, each most relevant table first.
 
     Tables (at least :data:`MIN_ROWS` body rows under at least two named
-    columns: not an infobox) are taken most relevant first, at most
-    :data:`MAX_TABLES`: the best page's first, then the most question words
-    in their headers, then the order in which ``ranked`` (units in selection
-    order, best first) meets their rows. In each, an ordinal cue gives the
+    columns: not an infobox), most relevant first (the most question words
+    in their headers, then the order in which ``ranked``, units in selection
+    order, best first, meets their rows): the best page's first
+    :data:`BEST_PAGE_TABLES` give up to :data:`BEST_PAGE_CUES` rows, then
+    each other page's most relevant table one row, best page first (the
+    answer's page is often not the best one). In each, an ordinal cue gives the
     first / last body row (by ``row_index``) and, when a numeric column (a
     number in at least 60% of the rows; a year in a Year / Season / Date
     column) is named by the question or holds years, the row with its
@@ -108,11 +114,35 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
         if len(rows) >= MIN_ROWS and sum(1 for h in headers if h.strip()) >= 2:
             named = sum(len(q & set(tokens(h))) for h in headers)
             eligible.append((page_rank[key], -named, met.get(key, len(met)), key, headers))
+    best_page: list[tuple] = []  # the best page's tables, most relevant first
+    others: dict[tuple[str, int], tuple] = {}  # each other page's most relevant table
+    for entry in sorted(eligible):
+        if entry[0] == min(e[0] for e in eligible):
+            best_page.append(entry)
+        else:
+            others.setdefault(entry[3][:2], entry)
+    picks = dict.fromkeys(u.unit_id for u in _cue_rows(best_page[:BEST_PAGE_TABLES], tables, q,
+                                                       (first, last, most, least)))
+    out = {uid: None for uid in list(picks)[:BEST_PAGE_CUES]}
+    for entry in list(others.values())[:MAX_TABLES - BEST_PAGE_TABLES]:
+        # one row from each other page: the answer's page is often not the best one
+        out.update(dict.fromkeys(u.unit_id for u in
+                                 _cue_rows([entry], tables, q, (first, last, most, least))[:1]))
+    by_id = {u.unit_id: u for rows in tables.values() for u in rows}
+    return [by_id[uid] for uid in out][:min(MAX_CUE_UNITS, limit or MAX_CUE_UNITS)]
+
+
+def _cue_rows(entries: list[tuple], tables: dict, q: set[str],
+              cues: tuple[bool, bool, bool, bool]) -> list[Unit]:
+    """The cue rows of the tables of ``entries``: rows picked by value, then
+    rows picked by position, each in table order (see :func:`cue_units`)."""
+    first, last, most, least = cues
     by_value: list[Unit] = []
     by_position: list[Unit] = []
-    for *_, key, headers in sorted(eligible)[:MAX_TABLES]:
+    for *_, key, headers in entries:
         rows = tables[key]
-        years = [c for c, h in enumerate(headers) if set(tokens(h)) & _TIME and _numeric(rows, c, True)]
+        years = [c for c, h in enumerate(headers)
+                 if set(tokens(h)) & _TIME and _numeric(rows, c, True)]
         numeric = [c for c in range(len(headers)) if c in years or _numeric(rows, c, False)]
         named = [c for c in numeric if q & set(tokens(headers[c]))]
         # "which year had the most ...": the year is what is asked, not compared
@@ -128,7 +158,7 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
             by_value += _extremes(rows, measures, years, max)
         if least:
             by_value += _extremes(rows, measures, years, min)
-    return list({u.unit_id: u for u in by_value + by_position}.values())[:MAX_CUE_UNITS]
+    return list({u.unit_id: u for u in by_value + by_position}.values())
 
 
 _TIME = frozenset({"year", "season", "date"})

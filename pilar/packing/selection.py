@@ -15,10 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from pilar.model import Unit
-from pilar.packing.cues import cue_units
+from pilar.packing.cues import MAX_CUE_UNITS, cue_units
 from pilar.packing.terms import tokens
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
+
+CUE_TOKENS = 256
+"""Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
+a larger one rows of other pages too (each cue row displaces a unit)."""
 
 
 def bm25_scores(query: Sequence[str], docs: Sequence[Sequence[str]], k1: float = 1.5,
@@ -73,12 +77,15 @@ class UnitSelector:
         self.cues = cues
 
     def select(self, question: str, units: list[tuple[int, Unit]],
-               page_scores: list[float] | None = None) -> list[ScoredUnit]:
+               page_scores: list[float] | None = None,
+               budget: int | None = None) -> list[ScoredUnit]:
         """Rank ``[(page_rank, unit)]`` for ``question``; at most ``prefilter``
         results, best first. With ``page_scores`` (the anchor pages' retrieval
         scores, by rank) each unit's score gains ``page_weight`` times its
         page's score minus the best page's: the ranked list is a reliable
-        pointer to pages (Tessera §3.2)."""
+        pointer to pages (Tessera §3.2). Cue rows (:mod:`pilar.packing.cues`)
+        go first, at most one per :data:`CUE_TOKENS` tokens of ``budget``
+        (the packet's, in tokens; None: :data:`~pilar.packing.cues.MAX_CUE_UNITS`)."""
         if not units:
             return []
         q = tokens(question)
@@ -94,15 +101,17 @@ class UnitSelector:
         scored = [ScoredUnit(u, lex, float(r) + b, rank)
                   for (rank, u, lex), r, b in zip(picked, rerank, prior)]
         scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
-        return self._with_cues(question, units, lexical, scored)
+        limit = MAX_CUE_UNITS if budget is None else budget // CUE_TOKENS
+        return self._with_cues(question, units, lexical, scored, limit)
 
     def _with_cues(self, question: str, units: list[tuple[int, Unit]], lexical: np.ndarray,
-                   scored: list[ScoredUnit]) -> list[ScoredUnit]:
-        """``scored`` with the rows the question points at by position or
-        extreme value (:func:`pilar.packing.cues.cue_units`) moved or added
-        to the top, scored just above the best unit; at most ``prefilter``."""
-        cues = cue_units(question, units, [s.unit for s in scored]) \
-            if self.cues else []
+                   scored: list[ScoredUnit], limit: int) -> list[ScoredUnit]:
+        """``scored`` with at most ``limit`` rows the question points at by
+        position or extreme value (:func:`pilar.packing.cues.cue_units`)
+        moved or added to the top, scored just above the best unit; at most
+        ``prefilter``."""
+        cues = cue_units(question, units, [s.unit for s in scored], limit) \
+            if self.cues and limit > 0 else []
         if not cues:
             return scored
         where = {u.unit_id: (rank, float(lex)) for (rank, u), lex in zip(units, lexical)}
