@@ -28,6 +28,8 @@ from pilar.retrieval.hybrid import min_max
 from pilar.retrieval.sqlite import fts_query
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+OUT = Path(__file__).resolve().parent / "out"
+"""Where benchmarks keep stores, caches and results, whatever the working directory."""
 
 
 def ingest(p: Pilar, folder: Path, pattern: str = "*") -> tuple[int, int]:

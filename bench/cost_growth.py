@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import SHARED  # noqa: E402
+from baselines import OUT, SHARED  # noqa: E402
 
 
 def _copies(pages: Path, out: Path, k: int) -> Path:
@@ -108,7 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=Path, default=SHARED / "wtq" / "dev" / "pages")
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
-    ap.add_argument("--store", type=Path, default=Path("bench/out/cost-growth"))
+    ap.add_argument("--store", type=Path, default=OUT / "cost-growth")
     ap.add_argument("--sizes", default="400,2000,10000")
     ap.add_argument("--questions-n", type=int, default=100)
     ap.add_argument("--workers", type=int, default=None)

@@ -41,7 +41,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import (SHARED, FlatChunks, all_pages, ingest, page_only_packet,  # noqa: E402
+from baselines import (OUT, SHARED, FlatChunks, all_pages, ingest, page_only_packet,  # noqa: E402
                        pilar_search)  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
@@ -57,7 +57,7 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
     ap.add_argument("--budgets", default="3072,4500")
     ap.add_argument("--limit", type=int)
-    ap.add_argument("--home", type=Path, default=Path("bench/out/home-dev"))
+    ap.add_argument("--home", type=Path, default=OUT / "home-dev")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--gold-page", action="store_true", help="also run the gold-page setting")
     ap.add_argument("--no-ingest", action="store_true",
@@ -80,7 +80,7 @@ def main() -> None:
         page_of.setdefault(Path(rec.source).stem, pid)
     questions, _ = load_questions(args.questions, args.limit)
     questions = [q for q in questions if q.gold and q.gold[0] in page_of]
-    flat = FlatChunks(p, cache=Path("bench/out"))
+    flat = FlatChunks(p, cache=OUT)
 
     # rows[method][label] = one QuestionScore per question
     rows: dict[str, dict[str, list]] = {m: {} for m in METHODS}

@@ -39,7 +39,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import SHARED, FlatChunks, ingest, page_only, pilar_search  # noqa: E402
+from baselines import OUT, SHARED, FlatChunks, ingest, page_only, pilar_search  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
 from pilar.eval.questions import load_questions  # noqa: E402
@@ -49,7 +49,7 @@ from pilar.eval.run import aggregate, score_question  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=SHARED / "multihop")
-    ap.add_argument("--home", type=Path, default=Path("bench/out/home-multihop"))
+    ap.add_argument("--home", type=Path, default=OUT / "home-multihop")
     ap.add_argument("--settings", default="512:3,1024:5", help="budget:k pairs")
     ap.add_argument("--chunk", default="128:16", help="flat chunk size:overlap (tokens)")
     ap.add_argument("--json", type=Path)
@@ -65,7 +65,7 @@ def main() -> None:
     questions, problems = load_questions(args.data / "questions.tsv")
     for line in problems:
         console.print(f"[yellow]{line}")
-    flat = FlatChunks(p, size=size, overlap=overlap, cache=Path("bench/out"))
+    flat = FlatChunks(p, size=size, overlap=overlap, cache=OUT)
     p.embedder.prime([q.question for q in questions])  # one batch instead of 40 calls
     methods = {
         "pilar": lambda q, b, k: pilar_search(p, q.question, b, k, "multi-hop"),

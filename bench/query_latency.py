@@ -78,7 +78,7 @@ def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, flo
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--home", type=Path, default=Path("bench/out/home-dev"))
+    ap.add_argument("--home", type=Path, default=Path(__file__).resolve().parent / "out" / "home-dev")
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--neo4j-uri", default=os.environ.get("NEO4J_URI"))

@@ -6,6 +6,10 @@ setting, side by side in one run (PILAR App. C.1, H.2-H.3).
     python bench/reader.py --home STORE [--questions TSV] [--limit 100]
                            [--budget 1024] [--json OUT]
 
+Each answer's figures are appended to ``OUT.rows.jsonl`` as it comes (a
+run of a few hundred answers on a CPU takes hours): a run cut short and
+started again with the same arguments skips the answers already there.
+
 ``STORE`` is a pilar home holding the pages the questions ask about (e.g. a
 copy of a 400-page dev store: never a store others use, opening it may
 migrate it). Questions are ``lookup=1`` rows of a questions file in the
@@ -43,7 +47,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import FlatChunks  # noqa: E402 - the sibling module
+from baselines import OUT, FlatChunks  # noqa: E402 - the sibling module
 
 from pilar import Pilar  # noqa: E402
 from pilar.errors import LLMError  # noqa: E402
@@ -93,46 +97,67 @@ def main() -> None:
     questions = [q for q in load_questions(args.questions)[0] if q.gold and q.gold[0] in page_of]
     if args.limit and args.limit < len(questions):  # a fixed sample of the stored pages' questions
         questions = random.Random(13).sample(questions, args.limit)
-    flat = FlatChunks(p, cache=Path("bench/out"))
+    flat = FlatChunks(p, cache=OUT)
     console.print(f"{len(questions)} questions, {len(docs)} documents, reader "
                   f"{reader.client.model} at {reader.client.endpoint.base_url}, budget "
                   f"{args.budget} ({p.tokens.name}{', estimate' if p.tokens.estimate else ''})")
 
-    rng = random.Random(13)
     all_pages = sorted(page_of.values())
     rows: dict[tuple[str, str], list[dict]] = {}
-    for setting in ("open", "gold"):
-        for q in track(questions, description=setting):
+    done: dict[tuple[str, str, str], dict] = {}
+    log = args.json.with_suffix(".rows.jsonl") if args.json else None
+    if log:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    if log and log.exists():  # answers of an earlier run cut short (failed ones are retried)
+        for line in log.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("budget") == args.budget and not r["failed"]:
+                done[(r["setting"], r["method"], r["qid"])] = r
+    for q in track(questions, description="questions"):  # both settings per question
+        for setting in ("open", "gold"):
             question, answers, gold_pid = q.question, list(q.answers), page_of[q.gold[0]]
+            if all((setting, m, q.qid) in done for m in METHODS):
+                for m in METHODS:
+                    rows.setdefault((setting, m), []).append(done[(setting, m, q.qid)])
+                continue
             if setting == "open":
                 order = flat.rank(question)
                 ranked = p.retriever().search(question, p.settings.top_k)
             else:
+                rng = random.Random(f"13-{q.qid}")  # the same 4 other pages in every run
                 allowed = [gold_pid, *rng.sample([x for x in all_pages if x != gold_pid], 4)]
                 order = flat.rank(question, set(allowed))
                 ranked = p.hybrid.rank(question, allowed)
             packets = {"flat_chunks": flat_packet(flat, order, args.budget, sources),
                        "pilar": p.pack(question, ranked, args.budget)}
             for method, packet in packets.items():
+                if (setting, method, q.qid) in done:
+                    rows.setdefault((setting, method), []).append(done[(setting, method, q.qid)])
+                    continue
                 context = reader.context(packet, args.budget)
                 t0 = time.perf_counter()
                 try:
                     ans = reader.answer(question, context)
                 except LLMError as exc:
                     console.print(f"[red]reader failed[/] ({method}, {question!r}): {exc}")
-                    rows.setdefault((setting, method), []).append({"failed": 1})
-                    continue
-                figures = answer_figures(ans.short, answers, [c.text for c in ans.citations])
-                rows.setdefault((setting, method), []).append({
-                    "em": figures["EM"], "anls": figures["ANLS"],
-                    "cite": figures["citation support"],
-                    "delivery": float(delivered(answers, context.text)),
-                    "no_cite": float("no_citation" in ans.flags),
-                    "nie": float(ans.not_in_evidence), "seconds": time.perf_counter() - t0,
-                    "failed": 0})
+                    row = {"failed": 1}
+                else:
+                    figures = answer_figures(ans.short, answers, [c.text for c in ans.citations])
+                    row = {"em": figures["EM"], "anls": figures["ANLS"],
+                           "cite": figures["citation support"],
+                           "delivery": float(delivered(answers, context.text)),
+                           "no_cite": float("no_citation" in ans.flags),
+                           "nie": float(ans.not_in_evidence),
+                           "seconds": time.perf_counter() - t0, "failed": 0,
+                           "short": ans.short}
+                rows.setdefault((setting, method), []).append(row)
+                if log:
+                    with log.open("a") as f:
+                        f.write(json.dumps({"setting": setting, "method": method, "qid": q.qid,
+                                            "budget": args.budget, **row}) + "\n")
 
     figures: dict[str, dict[str, dict[str, float]]] = {}
-    for (setting, method), rs in rows.items():
+    for (setting, method), rs in sorted(rows.items(), key=lambda kv: kv[0][0] != "open"):
         ok = [r for r in rs if not r["failed"]]
         fig = {k: round(sum(r[k] for r in ok) / len(rs), 4)
                for k in ("em", "anls", "cite", "delivery", "no_cite", "nie")} if ok else {}

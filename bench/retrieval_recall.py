@@ -28,7 +28,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import SHARED, all_pages, ingest  # noqa: E402
+from baselines import OUT, SHARED, all_pages, ingest  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
 from pilar.eval.metrics import RECALL_KS, recall_at_k  # noqa: E402
@@ -40,7 +40,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=Path, default=SHARED / "wtq" / "dev" / "pages")
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
-    ap.add_argument("--home", type=Path, default=Path("bench/out/home-dev"))
+    ap.add_argument("--home", type=Path, default=OUT / "home-dev")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--no-ingest", action="store_true",
