@@ -2,11 +2,13 @@
 concurrent clients, against in-process ``Pilar.search`` on the same store in
 the same run; then 4 uploads ingesting while 20 clients search.
 
-    python bench/api_load.py [--store /work/stores/main-dev] [--n 60] [--mixed-seconds 60]
+    python bench/api_load.py [--home bench/out/home-dev] [--n 60] [--mixed-seconds 60]
                              [--json OUT]
 
-The store (400 dev pages) is copied to a temporary folder first (SQLite
-backup), and searched as it is: the table reports its page count. Each
+The embedded store in ``--home`` (default bench/out/home-dev: the 400
+wtq/dev pages that bench/run_all ingests) is copied to a temporary folder
+first (SQLite backup), and searched as it is: the table reports its page
+count. Each
 concurrency level runs ``--n`` searches in all (fixed-seed lookup questions,
 budget 4,500 tokens, k 10), after 5 warm-up searches. The 1-client level
 alternates with in-process ``Pilar.search`` on the same store (this process,
@@ -37,6 +39,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+DEV_HOME = ROOT / "bench" / "out" / "home-dev"
 sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "data"
 KEY = "bench-key"
@@ -171,15 +174,20 @@ def main() -> None:
     from tests.serving import ApiServer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", type=Path, default=Path("/work/stores/main-dev"))
+    ap.add_argument("--home", type=Path, default=DEV_HOME,
+                    help="the embedded store to search (copied first; default: bench/run_all's "
+                         "400-page dev store)")
     ap.add_argument("--n", type=int, default=60, help="searches per concurrency level")
     ap.add_argument("--mixed-seconds", type=float, default=60.0)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if not (args.home / "pilar.sqlite").is_file():
+        ap.error(f"--home {args.home}: no embedded store (pilar.sqlite) there; bench/run_all "
+                 f"ingests one into {DEV_HOME}")
     console = Console()
     tmp = Path(tempfile.mkdtemp(prefix="api-bench-"))
     home = tmp / "home"
-    copy_store(args.store, home)
+    copy_store(args.home, home)
     qs = questions(args.n + 5)
     from pilar import Pilar
 

@@ -86,14 +86,15 @@ def parse_figures(pages: list[Path], settings: Settings) -> dict:
             "graph_ms_p90": round(sorted(times)[int(0.9 * (len(times) - 1))] * 1000, 2)}
 
 
-def _context(conn, entity_id: str) -> tuple[str, str]:
-    row = conn.execute(
-        "SELECT d.uri, s.text FROM mentions m JOIN supports s ON s.support_id = m.support_id "
-        "JOIN documents d ON d.doc_id = s.doc_id WHERE m.entity_id = ? LIMIT 1",
-        (entity_id,)).fetchone()
-    if row is None:
+def _context(graph, entity_id: str) -> tuple[str, str]:
+    """The page (source file stem) and text of the entity's first mention
+    (smallest support id), through the graph store's public reads."""
+    mentions = graph.entity_links([entity_id], limit=1).mentions
+    if not mentions:
         return "", ""
-    return Path(row[0]).stem, " ".join(row[1].split())[:160]
+    support = graph.supports_by_id([mentions[0][1]])[mentions[0][1]]
+    [doc] = graph.documents([support.doc_id])
+    return Path(doc.uri).stem, " ".join(support.text.split())[:160]
 
 
 def ingest_figures(pages: list[Path], sample: int, seed: int, out: Path | None) -> dict:
@@ -105,26 +106,24 @@ def ingest_figures(pages: list[Path], sample: int, seed: int, out: Path | None) 
         results = p.ingest(pages)
         seconds = time.perf_counter() - t0
         stats = p.stats()
-        conn = p.graph.db.conn
-        by_method = dict(conn.execute(
-            "SELECT method, count(*) FROM same_as GROUP BY method").fetchall())
-        links = conn.execute(
-            "SELECT s.entity_id, s.name, s.type, s.aliases, t.entity_id, t.name, t.type, "
-            "t.aliases, l.method, l.score FROM same_as l JOIN entities s ON s.entity_id = "
-            "l.source JOIN entities t ON t.entity_id = l.target ORDER BY l.source, l.target"
-        ).fetchall()
+        links = p.graph.same_as_links()
+        by_method = dict(Counter(link.method for link in links))
         if out is not None and sample:
             chosen = random.Random(seed).sample(links, min(sample, len(links)))
+            entities = p.graph.get_entities(list({e for link in chosen
+                                                  for e in (link.source, link.target)}))
             lines = ["source_name\ttarget_name\tmethod\tscore\tlabel\tsource_type\t"
                      "target_type\tsource_aliases\ttarget_aliases\tsource_page\t"
                      "source_context\ttarget_page\ttarget_context"]
-            for sid, sn, st, sa, tid, tn, tt, ta, method, score in chosen:
-                sp, sc = _context(conn, sid)
-                tp, tc = _context(conn, tid)
-                lines.append("\t".join([sn, tn, method, f"{score:.4f}", "", st, tt,
-                                        "|".join(json.loads(sa)), "|".join(json.loads(ta)),
+            for link in chosen:
+                s, t = entities[link.source], entities[link.target]
+                sp, sc = _context(p.graph, s.entity_id)
+                tp, tc = _context(p.graph, t.entity_id)
+                lines.append("\t".join([s.name, t.name, link.method, f"{link.score:.4f}", "",
+                                        s.type, t.type, "|".join(s.aliases), "|".join(t.aliases),
                                         sp, sc, tp, tc]))
             out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        p.close()
     return {"ingested": Counter(r.status for r in results), "seconds": round(seconds, 1),
             "documents": stats["documents"], "assertions": stats["assertions"],
             "entities": stats["entities"], "mentioned_in": stats["MENTIONED_IN"],

@@ -33,10 +33,11 @@ from rich.table import Table
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.eval.questions import load_questions
 from pilar.model import Scope
 from pilar.graph.linking import link_across
 from pilar.ingest import parse
-from pilar.pipeline import page_sections
+from pilar.writes import page_sections
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -85,8 +86,7 @@ def main() -> None:
                     "to the server stack first")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    rows = [r.split("\t") for r in args.questions.read_text(encoding="utf-8").splitlines()[1:]]
-    questions = [(r[1], r[2]) for r in rows if r[4] == "1"]
+    questions = [(q.question, q.gold[0]) for q in load_questions(args.questions)[0] if q.gold]
 
     embedded = Pilar(home=args.home)
     servers = Pilar(settings=Settings(home=args.home / "unused", graph="neo4j", index="elasticsearch",

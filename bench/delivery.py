@@ -64,7 +64,7 @@ def main() -> None:
                     help="use the store in --home as it is (only questions whose gold page it holds)")
     args = ap.parse_args()
     console = Console()
-    budgets = [int(b) for b in args.budgets.split(",")]
+    budgets = [int(b) for b in args.budgets.split(",") if b.strip()]  # "" with --gold-page: gold only
 
     p = Pilar(home=args.home)
     if not args.no_ingest:
@@ -96,7 +96,7 @@ def main() -> None:
             rows[m].setdefault(label, []).append(score_question(q, r, budget, 10))
 
     # each question is ranked once; its packets are built at every budget
-    for i, q in enumerate(track(questions, description=f"budgets {args.budgets}")):
+    for i, q in enumerate(track(questions if budgets else [], description=f"budgets {args.budgets}")):
         if i % 100 == 0:  # embed the questions in batches (far cheaper than one by one)
             p.embedder.prime([x.question for x in questions[i:i + 100]])
         order = flat.rank(q.question)

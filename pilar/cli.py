@@ -28,7 +28,7 @@ from rich.table import Table
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings
 from pilar.errors import PilarError
-from pilar.eval.run import markdown_table
+from pilar.eval.run import markdown_table, report_json
 
 EVAL_LIMIT = 300
 """Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
@@ -145,7 +145,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
 
     Folders are walked; files in them that are not documents (notes, data,
     hidden files) are skipped and counted."""
-    from pilar.pipeline import select_files
+    from pilar.ingest.files import select_files
 
     p = _open(home)
     p.recover()
@@ -496,10 +496,7 @@ def eval_(questions: Annotated[Path, typer.Argument(
     out.print(markdown_table(report), highlight=False, markup=False)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        from pilar.api.models import EvalReportOut  # the API's eval job report
-
-        json_out.write_text(EvalReportOut.model_validate(report).model_dump_json(indent=1),
-                            encoding="utf-8")
+        json_out.write_text(report_json(report, indent=1), encoding="utf-8")
         err.print(f"wrote {escape(str(json_out))}")
 
 

@@ -1,115 +1,45 @@
 """The :class:`Pilar` facade: one object with the reach of the CLI.
 
-It writes what ingestion returns to the graph store and the page index as
-one unit of work per document, and serves queries by calling retrieval, then
-packing, then the reader. Backends come from config (:func:`pilar.stores.open_stores`).
-
-Writes follow DESIGN.md's protocol for two separate stores: the graph
-records the document ``pending``, the index is written, then the graph's
-layers with status ``ready`` in one transaction (the visibility switch every
-read honours); a failed write removes what it wrote, and documents left
-``pending`` or ``deleting`` by a crash are removed by the next ingest (one
-writer at a time), after which that file ingests afresh. On the embedded
-store the whole unit is also one SQLite transaction.
+It wires the layers and delegates: ingest runs (:mod:`pilar.ingest_run`)
+store each parsed document as one unit of work in the page index and the
+graph (:mod:`pilar.writes`, DESIGN.md's protocol for two stores); queries
+call retrieval, then packing, then the reader; evaluation runs
+:func:`pilar.eval.run.evaluate` over this object's search. Backends come
+from config (:func:`pilar.stores.open_stores`).
 """
 
 from __future__ import annotations
 
-import glob
-import sqlite3
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
 from pilar.errors import ConfigError, EmptyStoreError, LLMError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
-from pilar.graph.linking import link_across
-from pilar.ingest import PageProgress, new_document, read_source
-from pilar.ingest.parallel import default_workers, failure_reason, parse_many
+from pilar.ingest import PageProgress
+from pilar.ingest.files import select_files
+from pilar.ingest_run import FilePageProgress, IngestRun, Progress
 from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
-                         Neighborhood, Packet, Page, ParsedDocument, RankedPage, Scope, SearchResult,
-                         Support, Unit)
+                         Neighborhood, Packet, Page, RankedPage, Scope, SearchResult, Support,
+                         Unit)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import (QUERY_CACHE, Embedder, VectorCache, load_cross_encoder,
-                                        page_vectors)
+from pilar.retrieval.embeddings import QUERY_CACHE, Embedder, VectorCache, load_cross_encoder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
+from pilar.writes import DocumentWriter
 
 if TYPE_CHECKING:
     from pilar.reader import AnswerStream, Reader
 
-Progress = Callable[[IngestResult], None]
-FilePageProgress = Callable[[str, int, int], None]
-"""``on_page(path, done, total)`` of :meth:`Pilar.ingest`: pages parsed of one file."""
-EMBED_BATCH_UNITS = 1024
-"""Units of parsed documents gathered before one embedding call at ingest."""
 PAGE_CACHE = 1024
 """Pages whose supports and units a :class:`Pilar` keeps in memory for packing."""
-
-
-NOT_DOCUMENTS = frozenset({".md", ".txt", ".rst", ".json", ".jsonl", ".csv", ".tsv", ".py",
-                           ".toml", ".yml", ".yaml", ".cfg", ".ini", ".log"})
-"""Suffixes skipped when walking a folder (notes and data beside documents);
-files named explicitly are always tried, their type sniffed from content."""
-
-
-class Selection(NamedTuple):
-    """What :func:`select_files` found: ``files`` to ingest, and ``skipped``
-    ``(path, reason)`` pairs for files in folders that are not documents."""
-
-    files: list[Path]
-    skipped: list[tuple[Path, str]]
-
-
-def select_files(paths: Iterable[str | Path]) -> Selection:
-    """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped, each with its
-    reason), glob patterns expanded; sorted within each argument, duplicates
-    dropped. A path that matches nothing is kept so that ingestion reports
-    it as missing."""
-    out: list[Path] = []
-    skipped: list[tuple[Path, str]] = []
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            for f in sorted(f for f in p.rglob("*") if f.is_file()):
-                if any(part.startswith(".") for part in f.relative_to(p).parts):
-                    skipped.append((f, "hidden"))
-                elif f.suffix.lower() in NOT_DOCUMENTS:
-                    skipped.append((f, f"not a document ({f.suffix.lower()})"))
-                else:
-                    out.append(f)
-        elif p.exists():
-            out.append(p)
-        elif glob.has_magic(str(p)):
-            out.extend(sorted(Path(m) for m in glob.glob(str(p), recursive=True)
-                              if Path(m).is_file()))
-        else:
-            out.append(p)
-    files = list(dict.fromkeys(out))
-    known = set(files)
-    return Selection(files, list(dict.fromkeys((f, r) for f, r in skipped if f not in known)))
-
-
-def page_sections(parsed: ParsedDocument) -> list[list[str]]:
-    """Per page of ``parsed`` (in order), the distinct section paths of its
-    supports, each ``" > "``-joined: what the index keeps as keywords."""
-    by_page: dict[int, dict[str, None]] = {p.number: {} for p in parsed.pages}
-    for s in parsed.supports:
-        path = s.provenance.section_path
-        if path and s.provenance.page in by_page:
-            by_page[s.provenance.page][" > ".join(path)] = None
-    return [list(by_page[p.number]) for p in parsed.pages]
 
 
 def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
@@ -121,6 +51,8 @@ def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
             raise TypeError(f"{name} must be a list of strings, got {value!r}")
     return Scope.of(collections, doc_ids)
 
+
+_EMPTY = "the store holds no documents: add some with `pilar ingest PATH`"
 
 class Pilar:
     """pilar's Python API.
@@ -154,6 +86,8 @@ class Pilar:
             if settings.embedding_cache else None)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
         self._pages_lock = threading.Lock()
+        self._held_pages = False  # the store was seen holding pages (see search)
+        self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache)
 
     @cached_property
     def tokens(self) -> TokenCounter:
@@ -189,8 +123,9 @@ class Pilar:
     def selector(self) -> UnitSelector:
         cross = load_cross_encoder(self.settings.reranker_model) \
             if self.settings.reranker_model else None
-        return UnitSelector(self.embedder, self.index.unit_vectors, cross, self.settings.prefilter,
-                            self.settings.unit_page_weight)
+        s = self.settings
+        return UnitSelector(self.embedder, self.index.unit_vectors, cross, s.prefilter,
+                            s.unit_page_weight, s.unit_cues)
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
@@ -206,14 +141,14 @@ class Pilar:
         ``settings.workers``, else the CPU cores; 0 = in this process) while
         this process, the one writer, embeds several documents' texts per
         call (:func:`pilar.retrieval.embeddings.page_vectors`) and stores
-        each document as one unit (see the module docstring). A file that
+        each document as one unit (:mod:`pilar.writes`). A file that
         fails gets ``status="failed"`` and a one-line ``reason``; the rest go
         on. Unchanged bytes are a no-op (``"unchanged"``, in whatever
         collection they are); new bytes at a known path replace the old
         document (``"replaced"``). Bytes already stored from another path get
         ``"new_source"`` (the path is recorded as another source of that
         document, ``reason`` names the stored one); files in folders that
-        are not documents get ``"skipped"`` (see :func:`select_files`; they
+        are not documents get ``"skipped"`` (see :func:`~pilar.ingest.files.select_files`; they
         come first in the list and are not passed to ``progress``).
         Documents a crash left unfinished are removed first (:meth:`recover`).
         With ``ray`` (a Ray cluster address or ``auto``; extra ``pilar[ray]``)
@@ -233,16 +168,14 @@ class Pilar:
         self.recover()
         files, skipped = select_files(paths)
         results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
-        return results + self._ingest_files(files, collection, progress, workers, ray, on_page)
+        run = IngestRun(self.writer, self.embedder, self.settings, files, collection)
+        return results + run.run(progress, workers, ray, on_page)
 
     def recover(self) -> list[str]:
         """Remove the documents a crashed write left ``pending`` or
         ``deleting`` (index first, then graph); returns their ids. Assumes
         no other process is writing to the same stores."""
-        stale = self.graph.documents(statuses=("pending", "deleting"))
-        for doc in stale:
-            self._remove(doc.doc_id)
-        return [d.doc_id for d in stale]
+        return self.writer.recover()
 
     def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
                     on_page: PageProgress | None = None) -> IngestResult:
@@ -253,211 +186,8 @@ class Pilar:
 
         Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
         pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
-        return self._ingest_files([Path(path)], collection, None, 0, on_page=pages)[0]
-
-    def _ingest_files(self, files: list[Path], collection: str, progress: Progress | None,
-                      workers: int | None, ray: str | None = None,
-                      on_page: FilePageProgress | None = None) -> list[IngestResult]:
-        if workers is None:
-            workers = self.settings.workers if self.settings.workers is not None \
-                else default_workers()
-        started: dict[int, tuple[float, float]] = {}  # file -> (start, read seconds)
-        # files that need no parse: their result, or how to get it once the
-        # files before them are stored
-        settled: dict[int, IngestResult | Callable[[], IngestResult]] = {}
-
-        # bytes parsed in this call -> the file: a later copy waits for it
-        in_flight: dict[str, int] = {}
-
-        def same_as_earlier(i: int, sha256: str, first: int, t0: float) -> IngestResult:
-            """The result of file ``i``, a copy of file ``first`` of this call
-            (settled once ``first`` is stored, as if ingested after it)."""
-            path = files[i]
-            existing = self.graph.find_by_sha256(sha256)
-            if existing is None or existing.status != "ready":
-                return IngestResult(str(path), "failed",
-                                    reason=f"same bytes as {files[first]}, which failed",
-                                    seconds=time.perf_counter() - t0)
-            return known(path, existing, t0)
-
-        def known(path: Path, existing, t0: float) -> IngestResult:
-            # same bytes at a new path: recorded as another source
-            status = "new_source" if self.graph.add_source(existing.doc_id,
-                                                           str(path.resolve())) \
-                else "unchanged"
-            return IngestResult(str(path), status, existing.doc_id, existing.n_pages,
-                                reason=existing.uri if status == "new_source" else None,
-                                seconds=time.perf_counter() - t0)
-
-        def jobs():
-            for i, path in enumerate(files):
-                t0 = time.perf_counter()
-                try:
-                    data = read_source(path, self.settings)
-                    probe = new_document(data, "", "")
-                    if probe.sha256 in in_flight:
-                        settled[i] = (lambda i=i, sha=probe.sha256, t0=t0:
-                                      same_as_earlier(i, sha, in_flight[sha], t0))
-                        yield i, None, ""
-                        continue
-                    existing = self.graph.find_by_sha256(probe.sha256)
-                    if existing is not None and existing.status == "ready":
-                        settled[i] = known(path, existing, t0)
-                        yield i, None, ""
-                        continue
-                    if existing is not None:
-                        self._remove(existing.doc_id)
-                except ConfigError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-                    reason = f"store write failed: {exc}" if isinstance(exc, sqlite3.Error) \
-                        else failure_reason(exc)
-                    settled[i] = IngestResult(str(path), "failed", reason=reason,
-                                              seconds=time.perf_counter() - t0)
-                    yield i, None, ""
-                    continue
-                started[i] = (t0, time.perf_counter() - t0)
-                in_flight[probe.sha256] = i
-                yield i, data, str(path.resolve())
-
-        results: list[IngestResult] = []
-
-        def emit(done: list[IngestResult]) -> None:
-            for r in done:
-                results.append(r)
-                if progress:
-                    progress(r)
-
-        if ray:
-            from pilar.scale_out import ray_parse_many
-
-            parsed = ray_parse_many(jobs(), self.settings, ray)
-        else:
-            pages = None if on_page is None else \
-                (lambda i, done, total: on_page(str(files[i]), done, total))
-            parsed = parse_many(jobs(), self.settings, workers, on_page=pages)
-        batch: list[tuple[int, ParsedDocument, dict[str, float]]] = []
-        for item in parsed:
-            if item.vectors is not None:  # embedded with the parse (Ray)
-                item.document.document.collection = collection
-                emit(self._store_batch([(item.tag, item.document, item.stages)], files,
-                                       started, [item.vectors]))
-                continue
-            if item.document is not None:
-                item.document.document.collection = collection
-                batch.append((item.tag, item.document, item.stages))
-                if sum(len(d.units) for _, d, _ in batch) >= EMBED_BATCH_UNITS:
-                    emit(self._store_batch(batch, files, started))
-                    batch = []
-                continue
-            emit(self._store_batch(batch, files, started))  # keeps input order
-            batch = []
-            if item.tag in settled:
-                r = settled.pop(item.tag)
-                emit([r() if callable(r) else r])
-            else:
-                t0, read = started.pop(item.tag)
-                emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
-                                   seconds=time.perf_counter() - t0,
-                                   stages={"read": read, **item.stages})])
-        emit(self._store_batch(batch, files, started))
-        return results
-
-    def _store_batch(self, batch: list[tuple[int, ParsedDocument, dict[str, float]]],
-                     files: list[Path], started: dict[int, tuple[float, float]],
-                     vectors: list | None = None) -> list[IngestResult]:
-        """Embed the documents of ``batch`` together (unless their
-        ``vectors`` are given), then store each as its own unit; one result
-        per document, in batch order."""
-        if not batch:
-            return []
-        docs = [d for _, d, _ in batch]
-        error, embed = None, 0.0
-        if vectors is None:
-            t = time.perf_counter()
-            try:
-                vectors = page_vectors(self.embedder, docs)
-            except ConfigError:  # the embedding model: every document would fail alike
-                raise
-            except Exception as exc:  # noqa: BLE001 - reported per document below
-                vectors, error = [None] * len(docs), failure_reason(exc)
-            embed = time.perf_counter() - t
-        weight = [len(d.units) + len(d.pages) for d in docs]
-        out = []
-        for (i, parsed, stages), vecs, w in zip(batch, vectors, weight):
-            t0, read = started.pop(i)
-            stages = {"read": read, "embed": embed * w / sum(weight), **stages}
-            shown = str(files[i])
-            if error is not None:
-                out.append(IngestResult(shown, "failed", reason=error, stages=stages,
-                                        seconds=time.perf_counter() - t0))
-                continue
-            t = time.perf_counter()
-            try:
-                replaced = self._store(parsed, *vecs)
-            except ConfigError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-                reason = f"store write failed: {exc}" if isinstance(exc, sqlite3.Error) \
-                    else failure_reason(exc)
-                out.append(IngestResult(shown, "failed", reason=reason, stages=stages,
-                                        seconds=time.perf_counter() - t0))
-                continue
-            stages["write"] = time.perf_counter() - t
-            out.append(IngestResult(
-                shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
-                len(parsed.pages), len(parsed.supports), len(parsed.units),
-                n_assertions=len(parsed.assertions), n_entities=len(parsed.entities),
-                warnings=list(parsed.warnings), stages=stages,
-                seconds=time.perf_counter() - t0))
-        return out
-
-    def _store(self, parsed: ParsedDocument, vectors: list[np.ndarray],
-               unit_ids: list[list[str | None]]) -> bool:
-        """Write one parsed document and its page vectors (see
-        :func:`~pilar.retrieval.embeddings.page_vectors`) to index and graph
-        as one unit (see the module docstring); returns True when it replaced
-        an older version at the same uri. On failure what was written is
-        removed and the error raised."""
-        self._drop_page_cache()
-        doc = parsed.document
-        known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
-        # new bytes at a known path: a document also found elsewhere only
-        # loses this path; one found nowhere else is replaced
-        for d in known:
-            if len(d.sources) > 1:
-                self.graph.remove_source(d.doc_id, doc.uri)
-        old = [d.doc_id for d in known if len(d.sources) <= 1]
-        parsed.same_as = link_across(parsed, self.graph, self.settings)
-        # on the embedded store the index transaction encloses everything
-        # (one SQLite transaction); on servers each step commits on its own
-        with self.index.transaction():
-            self.graph.begin_document(doc)                       # 1. pending
-            try:
-                self.index.delete_document(doc.doc_id)           # leftovers of a crash
-                self.index.add_pages(parsed.pages, vectors, unit_ids, collection=doc.collection,
-                                     sections=page_sections(parsed))   # 2. index
-                self.graph.write_document(parsed, replaces=old)  # 3. graph, ready
-            except BaseException:
-                self._remove(doc.doc_id, quiet=True)
-                raise
-            for doc_id in old:                                   # 4. old versions
-                self._remove(doc_id)
-        return bool(known)
-
-    def _remove(self, doc_id: str, quiet: bool = False) -> bool:
-        """Remove a document: hide it (``deleting``), drop its index pages,
-        then its graph rows; False if the graph did not hold it. With
-        ``quiet`` (cleaning up after a failed write) errors are swallowed:
-        what is left stays hidden and the next ingest removes it."""
-        try:
-            self.graph.set_status(doc_id, "deleting")
-            self.index.delete_document(doc_id)
-            return self.graph.delete_document(doc_id)
-        except Exception:  # noqa: BLE001 - only with quiet; the first error is the one to report
-            if not quiet:
-                raise
-            return False
+        run = IngestRun(self.writer, self.embedder, self.settings, [Path(path)], collection)
+        return run.run(None, 0, on_page=pages)[0]
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,
@@ -487,10 +217,15 @@ class Pilar:
         budget, k = self._budget_k(budget, k)
         scope = _scope(collections, doc_ids)
         retriever = self.retriever(profile)
-        if self.index.count() == 0:
-            raise EmptyStoreError("the store holds no documents: add some with "
-                                  "`pilar ingest PATH`")
+        # the page count is read until the store is seen holding pages, and
+        # again only when a search finds nothing (one round trip less per search)
+        if not self._held_pages and self.index.count() == 0:
+            raise EmptyStoreError(_EMPTY)
+        self._held_pages = True
         pages = retriever.search(question, k, None if scope.unlimited else scope)
+        if not pages and self.index.count() == 0:
+            self._held_pages = False
+            raise EmptyStoreError(_EMPTY)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def ask(self, question: str, budget: int | None = None, k: int | None = None,
@@ -715,9 +450,7 @@ class Pilar:
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document from index and graph; False if it was not stored."""
-        self._drop_page_cache()
-        with self.index.transaction():
-            return self._remove(doc_id)
+        return self.writer.delete(doc_id)
 
     def stats(self) -> dict[str, int]:
         """Counts of documents, pages, supports, provenance, units, tables,

@@ -244,6 +244,13 @@ def test_entity_links_read_one_hop(graph_store):
     assert (empty.assertions, empty.mentions, empty.same_as) == ([], [], [])
 
 
+def test_same_as_links_lists_every_link(graph_store):
+    assert graph_store.same_as_links() == []
+    _linked_pair(graph_store)
+    assert graph_store.same_as_links() == [
+        SameAs("person:ratan planet", "person:krishna tower", 0.5, "test")]
+
+
 def test_entity_documents_and_supports_by_id(graph_store):
     a, b = _linked_pair(graph_store)
     ad, bd = a.document.doc_id, b.document.doc_id

@@ -297,7 +297,7 @@ def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):
     run = next(r for r in unit_groups(units) if any("Bring Me Edelweiss" in u.text for u in r))
     assert len(run) > 1
     q = "what was the peak chart position of bring me edelweiss in the uk?"
-    scored = UnitSelector(store.embedder, store.index.unit_vectors).select(
+    scored = UnitSelector(store.embedder, store.index.unit_vectors, cues=False).select(
         q, [(0, u) for u in units])
     cosine = float(store.index.unit_vectors([run[0].unit_id])[run[0].unit_id]
                    @ store.embedder.query(q))
@@ -308,3 +308,37 @@ def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):
         if s.unit in run:
             lex = (s.lexical - min(lexical.values())) / span
             assert s.score == pytest.approx(0.4 * lex + 0.6 * cosine, abs=1e-5)
+
+
+@pytest.mark.parametrize("stem, question, answer", [
+    ("204-349", "what is the last year listed on this chart?", "1972"),
+    ("204-98", "what is the first year?", "1998"),
+    ("204-865", "which tournament this year had the highest purse reward offered?", "Argentine Open"),
+])
+def test_rows_named_by_position_or_extreme_value_are_selected_first(store: Pilar, stem, question,
+                                                                    answer):
+    units = page_units(store, stem)
+    chosen = store.selector.select(question, [(0, u) for u in units])
+    assert answer in chosen[0].unit.text or answer in chosen[1].unit.text
+    assert any(answer in s.unit.text for s in chosen[:2] if s.unit.kind == "row")
+    plain = UnitSelector(store.embedder, store.index.unit_vectors, cues=False)
+    assert [s.unit.unit_id for s in plain.select(question, [(0, u) for u in units])] != \
+        [s.unit.unit_id for s in chosen]
+
+
+def test_cue_rows_are_the_tables_first_last_and_extreme_rows(store: Pilar):
+    from pilar.packing.cues import cue_units, number
+
+    assert (number("3,083.06"), number("\u22120.7"), number("5th"), number("n/a")) == \
+        (3083.06, -0.7, 5.0, None)
+    units = page_units(store, "204-865")
+    rows = [u for u in units if u.kind == "row" and u.table_index is not None]
+    table = [u for u in rows if u.table_index == rows[0].table_index]
+    table.sort(key=lambda u: u.row_index)
+    pairs = [(0, u) for u in units]
+    cues = [u.unit_id for u in cue_units("what was the first and the last tournament?", pairs,
+                                         table)]
+    assert cues[0] == table[0].unit_id and table[-1].unit_id in cues and len(cues) <= 4
+    assert cue_units("where was the tournament held?", pairs, table) == []
+    # no header names the column: no extreme row
+    assert cue_units("which tournament had the highest zzz?", pairs, table) == []

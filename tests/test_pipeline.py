@@ -159,6 +159,17 @@ def test_search_on_an_empty_store_raises_before_loading_a_model(tmp_path: Path):
     assert "model" not in p.embedder.__dict__      # the cached_property was never filled
 
 
+def test_a_store_emptied_after_searches_says_so_again(tmp_path: Path):
+    from pilar.errors import EmptyStoreError
+
+    p = Pilar(home=tmp_path)
+    (r,) = p.ingest([CORPUS / "204-903.html"])
+    assert p.search("what year was the first album released?").pages
+    assert p.delete(r.doc_id)
+    with pytest.raises(EmptyStoreError, match="the store holds no documents"):
+        p.search("what year was the first album released?")
+
+
 def test_read_only_open_needs_an_existing_store(tmp_path: Path):
     from pilar.errors import ConfigError, EmptyStoreError
 

@@ -161,7 +161,7 @@ def test_elasticsearch_stopped_mid_batch_gives_a_clear_error_and_nothing_half_vi
 
     # each document embedded and stored on its own (not batched with the next
     # ones), so the first file's progress comes before the second is written
-    monkeypatch.setattr("pilar.pipeline.EMBED_BATCH_UNITS", 1)
+    monkeypatch.setattr("pilar.ingest_run.EMBED_BATCH_UNITS", 1)
 
     target = urlparse(es_index.url)
     proxy = CuttableProxy((target.hostname, target.port))

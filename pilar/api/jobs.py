@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pilar import Pilar
 from pilar.api import scoping
-from pilar.api.models import EvalReportOut, Job, JobFile, JobProgress
+from pilar.api.models import Job, JobFile, JobProgress
 from pilar.errors import PilarError
 
 log = logging.getLogger("pilar.api")
@@ -228,7 +228,7 @@ class IngestWorker:
             job.progress = JobProgress(done=done, total=total)
             self.store.save(job)
 
-        job.report = EvalReportOut.model_validate(run(progress))
+        job.report = run(progress)
         job.state = "done"
         self.store.save(job)
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pilar.config import PROFILES
+from pilar.eval.run import EvalReport
 from pilar.model import AnswerFlag, IngestStatus
 
 MAX_QUERY_CHARS = 2000
@@ -250,7 +251,8 @@ class Job(BaseModel):
     files: list[JobFile] = []
     counts: dict[str, int] = {}
     progress: JobProgress | None = None
-    report: "EvalReportOut | None" = None
+    report: EvalReport | None = Field(
+        None, description="eval: the report, as `pilar eval --json` writes it")
 
 
 class JobAccepted(BaseModel):
@@ -316,32 +318,6 @@ class EvalRequest(BaseModel):
         if (self.questions_path is None) == (self.questions is None):
             raise ValueError("give exactly one of questions_path and questions")
         return self
-
-
-class QuestionScoreOut(Record):
-    """One question's figures and the gold-matched ids of its ranking."""
-
-    qid: str
-    hops: int | None = None
-    figures: dict[str, float]
-    ranked: list[str] = []
-
-
-class EvalReportOut(Record):
-    """An evaluation report (:class:`pilar.eval.run.EvalReport`): figures
-    per group (``all``, then hop counts), questions per group, one row per
-    question. ``pilar eval --json`` writes the same."""
-
-    method: str
-    questions: str
-    budget: int
-    k: int
-    figures: dict[str, dict[str, float]]
-    counts: dict[str, int]
-    rows: list[QuestionScoreOut]
-    seconds: float
-    profile: str | None = None
-    notes: list[str] = []
 
 
 # -- pages --------------------------------------------------------------------

@@ -2,6 +2,11 @@
 and ``bench/``: one retrieval method run over questions, each figure computed
 with :mod:`pilar.eval.metrics`, aggregated overall and per hop count.
 
+:class:`EvalReport` and :class:`QuestionScore` are pydantic dataclasses,
+declared once: the same records are the REST API's eval job ``report``
+(:class:`pilar.api.models.Job`) and what ``pilar eval --json`` writes
+(:func:`report_json`).
+
 A *method* is a callable ``(Question) -> Retrieved``: pilar's search, or a
 baseline in ``bench/`` (flat chunks, page-only), so all of them are scored by
 the same code.
@@ -13,6 +18,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import TypeAdapter
+from pydantic.dataclasses import dataclass as record
 
 from pilar.eval.metrics import (RECALL_KS, answer_figures, chain_coverage, delivered, mean_recall,
                                 mrr, recall_at_k)
@@ -39,7 +47,7 @@ class Retrieved:
 Method = Callable[[Question], Retrieved]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class QuestionScore:
     """One question's figures (name -> value in [0, 1]) and the gold-matched
     ids of its first :data:`RANK_DEPTH` ranked documents or pages."""
@@ -50,7 +58,7 @@ class QuestionScore:
     ranked: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class EvalReport:
     """A method's figures over a questions file.
 
@@ -59,7 +67,8 @@ class EvalReport:
     file has hop counts); ``counts``: group -> questions; ``rows``: one
     :class:`QuestionScore` per question; ``budget`` in tokens, ``k`` pages
     packed, ``seconds`` of wall-clock time; ``notes``: what was not measured
-    and why (e.g. EM/ANLS without a reader).
+    and why (e.g. EM/ANLS without a reader). Fields are validated (figures
+    as floats); ``pilar eval --json`` and the API emit it as is.
     """
 
     method: str
@@ -72,6 +81,11 @@ class EvalReport:
     seconds: float
     profile: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def report_json(report: EvalReport, indent: int | None = None) -> str:
+    """``report`` as JSON, the shape of the REST API's eval job ``report``."""
+    return _REPORT.dump_json(report, indent=indent).decode()
 
 
 def _gold_keys(page: RankedPage) -> tuple[str, str, str]:
@@ -162,6 +176,9 @@ def evaluate(questions: Sequence[Question], method: Method, *, name: str, source
     figures, counts = aggregate(rows)
     return EvalReport(name, source, budget, k, figures, counts, rows,
                       time.perf_counter() - t0, profile, list(notes))
+
+
+_REPORT = TypeAdapter(EvalReport)
 
 
 def markdown_table(report: EvalReport) -> str:

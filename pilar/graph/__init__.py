@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
-                         ParsedDocument, Support, Unit)
+                         ParsedDocument, SameAs, Support, Unit)
 
 
 @runtime_checkable
@@ -108,6 +108,10 @@ class GraphStore(Protocol):
         most ``limit`` per entity, by support id) and the ``SAME_AS`` links
         touching them in either direction (by source, then target). Unknown
         ids add nothing."""
+        ...
+    def same_as_links(self) -> list[SameAs]:
+        """Every ``SAME_AS`` link between entities (PILAR App. E.2, linking
+        across documents), by source then target. One read."""
         ...
     def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """``{entity_id: [doc_id, ...]}`` for every id given: the documents

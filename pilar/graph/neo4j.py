@@ -7,12 +7,12 @@ with the assertion graph (:Assertion), (:Entity). Each document is written
 with UNWIND + MERGE batches inside ONE managed write transaction (the driver
 retries transient failures, then the error surfaces as a
 :class:`~pilar.errors.StoreError`), so a document is visible whole or not at
-all. The Cypher lives in this module; the schema in ``migrations/neo4j``.
+all. The Cypher is in :mod:`pilar.graph.neo4j_cypher`, the rows it sends and
+reads in :mod:`pilar.graph.neo4j_rows`, the schema in ``migrations/neo4j``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,248 +22,13 @@ from typing import Any
 from pilar.errors import StoreError
 from pilar.graph import add_expansion_rows
 from pilar.migrations import migration_files
-from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument,
-                         Provenance, SameAs, Support, Unit, to_jsonable)
+from pilar.graph import neo4j_cypher as cy
+from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, support_of,
+                                    unit_of)
+from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument, SameAs,
+                         Support, Unit, to_jsonable)
 
-BATCH = 5000
 _WORDS = re.compile(r"\w+", re.UNICODE)
-
-_DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
-               "d.collection, d.status, d.sources")
-_ADD_SOURCE = """
-MATCH (d:Document {doc_id: $doc_id}) WHERE NOT $uri IN coalesce(d.sources, [])
-SET d.sources = coalesce(d.sources, []) + $uri RETURN count(d) AS added
-"""
-_REMOVE_SOURCE = """
-MATCH (d:Document {doc_id: $doc_id})
-WITH d, [u IN coalesce(d.sources, []) WHERE u <> $uri] AS rest
-SET d.sources = rest, d.uri = CASE WHEN d.uri = $uri AND size(rest) > 0 THEN rest[0] ELSE d.uri END
-"""
-_DOCUMENTS = f"""
-MATCH (d:Document)
-WHERE ($ids IS NULL OR d.doc_id IN $ids) AND ($collections IS NULL OR d.collection IN $collections)
-  AND ($statuses IS NULL OR d.status IN $statuses)
-RETURN {_DOC_FIELDS} ORDER BY d.ingested_at, d.uri
-"""
-
-# A document's own nodes are new in its transaction (its doc_id is the hash of
-# its bytes and it is written whole or not at all), so their relationships are
-# CREATEd; nodes are MERGEd on their keys, entities (shared) MERGEd as well.
-_WRITE_DOCUMENT = "MERGE (d:Document {doc_id: $doc.doc_id}) SET d += $doc"
-_WRITE_PAGES = """
-UNWIND $rows AS row
-MERGE (p:Page {page_id: row.page_id}) SET p += row
-WITH p MATCH (d:Document {doc_id: p.doc_id}) CREATE (p)-[:IN_DOCUMENT]->(d)
-"""
-_WRITE_NEXT = """
-UNWIND $rows AS row
-MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) CREATE (a)-[:NEXT]->(b)
-"""
-_WRITE_PROVENANCE = """
-UNWIND $rows AS row
-MERGE (n:Provenance {provenance_id: row.provenance_id}) SET n += row
-WITH n MATCH (p:Page {page_id: n.doc_id + ':' + toString(n.page)}) CREATE (n)-[:ON_PAGE]->(p)
-"""
-_WRITE_SUPPORTS = """
-UNWIND $rows AS row
-MERGE (s:Support {support_id: row.support_id}) SET s += row
-WITH s MATCH (p:Provenance {provenance_id: s.provenance_id}) CREATE (s)-[:HAS_PROVENANCE]->(p)
-"""
-_WRITE_UNITS = """
-UNWIND $rows AS row
-MERGE (u:Unit {unit_id: row.unit_id}) SET u += row
-WITH u MATCH (s:Support {support_id: u.support_id}) CREATE (u)-[:DERIVED_FROM]->(s)
-"""
-_WRITE_TABLES = """
-UNWIND $rows AS row
-MERGE (t:TableGrid {table_id: row.table_id}) SET t += row
-"""
-_WRITE_ENTITIES = """
-UNWIND $rows AS row
-MERGE (e:Entity {entity_id: row.entity_id})
-ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
-              e.aliases_text = row.aliases_text
-ON MATCH SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
-             e.aliases_text = reduce(t = '', a IN e.aliases | t + ' ' + a)
-"""
-_WRITE_MENTIONS = """
-UNWIND $rows AS row
-MATCH (e:Entity {entity_id: row[0]}), (s:Support {support_id: row[1]})
-CREATE (e)-[:MENTIONED_IN]->(s)
-"""
-_WRITE_ASSERTIONS = """
-UNWIND $rows AS row
-MERGE (a:Assertion {assertion_id: row.assertion_id}) SET a += row
-"""
-_WRITE_SUPPORTED_BY = """
-UNWIND $rows AS row
-MATCH (a:Assertion {assertion_id: row[0]}), (s:Support {support_id: row[1]})
-CREATE (a)-[:SUPPORTED_BY {role: row[2]}]->(s)
-"""
-_WRITE_SUBJECT_OF = """
-UNWIND $rows AS row
-MATCH (e:Entity {entity_id: row[0]}), (a:Assertion {assertion_id: row[1]})
-CREATE (e)-[:SUBJECT_OF]->(a)
-"""
-_WRITE_OBJECT = """
-UNWIND $rows AS row
-MATCH (a:Assertion {assertion_id: row[0]}), (e:Entity {entity_id: row[1]})
-CREATE (a)-[:OBJECT]->(e)
-"""
-_WRITE_SAME_AS = """
-UNWIND $rows AS row
-MATCH (a:Entity {entity_id: row.source}), (b:Entity {entity_id: row.target})
-MERGE (a)-[r:SAME_AS]->(b) SET r.score = row.score, r.method = row.method
-"""
-_ENTITY_CANDIDATES = """
-CALL db.index.fulltext.queryNodes('entity_names', $q) YIELD node, score
-RETURN node.entity_id AS id, node.name AS name, node.type AS type, node.aliases AS aliases
-LIMIT $limit
-"""
-
-_PAGE_SECTIONS = """
-UNWIND $ids AS pid MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)
-RETURN DISTINCT pid, p.section_path AS path
-"""
-# one record per page, its supports (units) as lists in document order: the
-# driver decodes nested lists far faster than one row of maps per support,
-# and the page's document id and number are not sent again on every row
-_SUPPORTS_ON_PAGES = """
-UNWIND $ids AS pid
-MATCH (pg:Page {page_id: pid})
-RETURN pid, pg.doc_id, pg.number, COLLECT {
-  MATCH (pg)<-[:ON_PAGE]-(p:Provenance)<-[:HAS_PROVENANCE]-(s:Support)
-  WITH s, p ORDER BY s.seq
-  RETURN [s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path, p.bbox,
-          p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end]
-} AS rows
-"""
-_UNITS_ON_PAGES = """
-UNWIND $ids AS pid
-WITH pid, split(pid, ':') AS key
-WITH pid, key[0] AS doc_id, toInteger(key[1]) AS number
-RETURN pid, doc_id, number, COLLECT {
-  MATCH (u:Unit {doc_id: doc_id, page: number})
-  WITH u ORDER BY u.seq
-  RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
-          u.row_index, u.headers, u.cells]
-} AS rows
-"""
-# graph expansion from the question's entities, the three kinds in one read:
-# one record per entity, each kind a list of at most $limit pages. mention:
-# pages in (document, page number) order; alias: the best SAME_AS link per
-# page (highest score, then smallest entity id), pages by that score then
-# (document, page number); assertion: the smallest (assertion id, support id)
-# per page, pages in (document, page number) order.
-_EXPANSION_PAGES = """
-UNWIND range(0, size($ids) - 1) AS i
-MATCH (e:Entity {entity_id: $ids[i]})
-RETURN i, COLLECT {
-  MATCH (e)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
-  WITH pg, min(s.support_id) AS sid
-  ORDER BY pg.doc_id, pg.number LIMIT $limit
-  RETURN [pg.page_id, sid]
-} AS mention, COLLECT {
-  MATCH (e)-[l:SAME_AS]-(o:Entity)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)
-        -[:ON_PAGE]->(pg:Page)
-  WHERE o <> e
-  WITH pg, o.entity_id AS other, l.score AS score, l.method AS method, min(s.support_id) AS sid
-  ORDER BY score DESC, other, method
-  WITH pg, head(collect([other, score, method, sid])) AS best
-  ORDER BY best[1] DESC, pg.doc_id, pg.number LIMIT $limit
-  RETURN [pg.page_id] + best
-} AS alias, COLLECT {
-  MATCH (e)-[:SUBJECT_OF|OBJECT]-(a:Assertion)-[:SUPPORTED_BY]->(s:Support)-[:HAS_PROVENANCE]->
-        (:Provenance)-[:ON_PAGE]->(pg:Page)
-  WITH pg, a, s ORDER BY a.assertion_id, s.support_id
-  WITH pg, head(collect([a.assertion_id, a.predicate, s.support_id])) AS best
-  ORDER BY pg.doc_id, pg.number LIMIT $limit
-  RETURN [pg.page_id] + best
-} AS assertion
-"""
-
-# an assertion with its subject/object entity ids and support ids (in order)
-_ASSERTION_RETURN = """
-OPTIONAL MATCH (se:Entity)-[:SUBJECT_OF]->(a) OPTIONAL MATCH (a)-[:OBJECT]->(oe:Entity)
-RETURN a{.*} AS a, se.entity_id AS se, oe.entity_id AS oe,
-       COLLECT { MATCH (a)-[:SUPPORTED_BY]->(s:Support) RETURN s.support_id ORDER BY s.seq } AS supports
-"""
-_ASSERTIONS_OF_DOC = "MATCH (a:Assertion {doc_id: $id})" + _ASSERTION_RETURN + " ORDER BY a.seq"
-_ENTITY_ASSERTIONS = """
-UNWIND $ids AS eid
-CALL (eid) {
-  MATCH (:Entity {entity_id: eid})-[:SUBJECT_OF|OBJECT]-(a:Assertion)
-  WITH DISTINCT a ORDER BY a.assertion_id LIMIT $limit
-  RETURN a
-}
-WITH DISTINCT a
-""" + _ASSERTION_RETURN + " ORDER BY a.assertion_id"
-_ENTITY_MENTIONS = """
-UNWIND $ids AS eid
-CALL (eid) {
-  MATCH (:Entity {entity_id: eid})-[:MENTIONED_IN]->(s:Support)
-  WITH s.support_id AS sid ORDER BY sid LIMIT $limit
-  RETURN sid
-}
-RETURN eid, sid ORDER BY eid, sid
-"""
-_ENTITY_SAME_AS = """
-CALL () {
-  MATCH (a:Entity)-[l:SAME_AS]->(b:Entity) WHERE a.entity_id IN $ids
-  RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
-  UNION
-  MATCH (a:Entity)-[l:SAME_AS]->(b:Entity) WHERE b.entity_id IN $ids
-  RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
-}
-RETURN source, target, score, method ORDER BY source, target
-"""
-_ENTITY_DOCUMENTS = """
-UNWIND $ids AS eid
-MATCH (e:Entity {entity_id: eid})
-RETURN eid, COLLECT { MATCH (e)-[:MENTIONED_IN]->(s:Support) RETURN DISTINCT s.doc_id } AS mentioned,
-       COLLECT { MATCH (e)-[:SUBJECT_OF|OBJECT]-(a:Assertion) RETURN DISTINCT a.doc_id } AS asserted
-"""
-_SUPPORTS_BY_ID = """
-MATCH (s:Support)-[:HAS_PROVENANCE]->(p:Provenance) WHERE s.support_id IN $ids
-RETURN s.support_id, s.doc_id, s.kind, s.text, s.role, p.provenance_id, p.page, p.section_path,
-       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end
-"""
-
-# a document's own layers, then (for a delete) its Document node
-_DELETE_LAYERS = [
-    "MATCH (n:Unit {doc_id: $doc_id}) DETACH DELETE n",
-    "MATCH (n:Support {doc_id: $doc_id}) DETACH DELETE n",
-    "MATCH (n:Provenance {doc_id: $doc_id}) DETACH DELETE n",
-    "MATCH (n:TableGrid {doc_id: $doc_id}) DETACH DELETE n",
-    "MATCH (n:Assertion {doc_id: $doc_id}) DETACH DELETE n",
-    "MATCH (n:Page {doc_id: $doc_id}) DETACH DELETE n",
-]
-_DELETE_DOCUMENT_NODE = "MATCH (n:Document {doc_id: $doc_id}) DETACH DELETE n RETURN count(n) AS deleted"
-_SET_STATUS = "MATCH (d:Document {doc_id: $doc_id}) SET d.status = $status RETURN count(d) AS n"
-# entities no remaining document uses (SAME_AS edges alone do not keep them)
-_DELETE_ORPHAN_ENTITIES = """
-MATCH (e:Entity)
-WHERE NOT (e)-[:MENTIONED_IN|SUBJECT_OF]->() AND NOT ()-[:OBJECT]->(e)
-DETACH DELETE e
-"""
-
-NODE_LABELS = {"documents": "Document", "pages": "Page", "supports": "Support",
-               "provenance": "Provenance", "units": "Unit", "tables": "TableGrid",
-               "assertions": "Assertion", "entities": "Entity"}
-EDGE_TYPES = ("IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM",
-              "SUPPORTED_BY", "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS")
-
-
-def _batches(rows: list, size: int = BATCH) -> Iterator[list]:
-    for i in range(0, len(rows), size):
-        yield rows[i:i + size]
-
-
-def _prov_row(p: Provenance) -> dict[str, Any]:
-    row = to_jsonable(p)
-    row["section_path"] = list(p.section_path)
-    row["bbox"] = list(p.bbox) if p.bbox else None
-    return {k: v for k, v in row.items() if v is not None}
 
 
 class Neo4jGraphStore:
@@ -293,7 +58,7 @@ class Neo4jGraphStore:
     def migrate(self) -> list[int]:
         """Apply ``migrations/neo4j/NNNN_*.cypher`` not yet recorded as
         ``(:SchemaMigration {version})``; returns the versions applied. Idempotent."""
-        done = {r["v"] for r in self._read("MATCH (m:SchemaMigration) RETURN m.version AS v")}
+        done = {r["v"] for r in self._read(cy.MIGRATIONS_DONE)}
         applied = []
         for version, path in migration_files("neo4j", ".cypher"):
             if version in done:
@@ -304,15 +69,13 @@ class Neo4jGraphStore:
                 if statement:
                     self.driver.execute_query(statement, database_=self.database)
             self.driver.execute_query(
-                "MERGE (m:SchemaMigration {version: $v}) SET m.name = $name, m.applied_at = $at",
-                v=version, name=path.name, at=datetime.now(timezone.utc).isoformat(),
+                cy.RECORD_MIGRATION, v=version, name=path.name, at=datetime.now(timezone.utc).isoformat(),
                 database_=self.database)
             applied.append(version)
         return applied
 
     def server_version(self) -> str:
-        rec = self._read("CALL dbms.components() YIELD name, versions, edition "
-                         "RETURN name, versions[0] AS version, edition")[0]
+        rec = self._read(cy.SERVER_VERSION)[0]
         return f"{rec['name']} {rec['version']} {rec['edition']}"
 
     # -- plumbing ----------------------------------------------------------------
@@ -354,13 +117,12 @@ class Neo4jGraphStore:
 
     # -- reads ---------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        rows = self._read(f"MATCH (d:Document {{sha256: $sha}}) RETURN {_DOC_FIELDS}", sha=sha256)
-        return self._doc(rows[0]) if rows else None
+        rows = self._read(cy.FIND_BY_SHA256, sha=sha256)
+        return document_of(rows[0]) if rows else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
         """Documents that have ``uri`` among their sources."""
-        return [self._doc(r) for r in self._read(
-            f"MATCH (d:Document) WHERE $uri IN d.sources RETURN {_DOC_FIELDS}", uri=uri)]
+        return [document_of(r) for r in self._read(cy.FIND_BY_URI, uri=uri)]
 
     def documents(self, doc_ids: list[str] | None = None, *,
                   collections: list[str] | None = None,
@@ -371,15 +133,13 @@ class Neo4jGraphStore:
         :class:`StoreError` if the read fails."""
         if doc_ids is not None and not doc_ids:
             return []
-        return [self._doc(r) for r in self._read(
-            _DOCUMENTS, ids=None if doc_ids is None else list(doc_ids),
+        return [document_of(r) for r in self._read(
+            cy.DOCUMENTS, ids=None if doc_ids is None else list(doc_ids),
             collections=None if collections is None else list(collections),
             statuses=None if statuses is None else list(statuses))]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
-        rows = self._read("MATCH (p:Page) WHERE p.page_id IN $ids "
-                          "RETURN p.doc_id AS d, p.number AS n, p.text AS t, p.width AS w, "
-                          "p.height AS h", ids=page_ids)
+        rows = self._read(cy.PAGES, ids=page_ids)
         pages = [Page(r["d"], r["n"], r["t"], r["w"], r["h"]) for r in rows]
         return {p.page_id: p for p in pages}
 
@@ -390,14 +150,8 @@ class Neo4jGraphStore:
         out: dict[str, list[Support]] = {pid: [] for pid in page_ids}
         if not out:
             return out
-        for pid, doc_id, number, rows in self._values(_SUPPORTS_ON_PAGES, ids=list(out)):
-            out[pid] = [Support(
-                support_id=r[0], doc_id=doc_id, kind=r[1], text=r[2], role=r[3],
-                provenance=Provenance(
-                    provenance_id=r[4], doc_id=doc_id, page=number, section_path=tuple(r[5] or ()),
-                    bbox=tuple(r[6]) if r[6] else None, css_path=r[7], table_index=r[8],
-                    row=r[9], col=r[10], cell_ids=tuple(r[11] or ()), char_start=r[12],
-                    char_end=r[13])) for r in rows]
+        for pid, doc_id, number, rows in self._values(cy.SUPPORTS_ON_PAGES, ids=list(out)):
+            out[pid] = [support_of(r[0], doc_id, number, *r[1:]) for r in rows]
         return out
 
     def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]:
@@ -407,22 +161,17 @@ class Neo4jGraphStore:
         out: dict[str, list[Unit]] = {pid: [] for pid in page_ids}
         if not out:
             return out
-        for pid, doc_id, number, rows in self._values(_UNITS_ON_PAGES, ids=list(out)):
-            out[pid] = [Unit(
-                unit_id=r[0], doc_id=doc_id, page=number, kind=r[1], text=r[2],
-                completed_text=r[3], support_id=r[4], context=tuple(r[5] or ()),
-                table_index=r[6], row_index=r[7], headers=tuple(r[8] or ()),
-                cells=tuple(r[9] or ())) for r in rows]
+        for pid, doc_id, number, rows in self._values(cy.UNITS_ON_PAGES, ids=list(out)):
+            out[pid] = [unit_of(doc_id, number, r) for r in rows]
         return out
 
     def stats(self) -> dict[str, int]:
         """Counts of every node label and edge type (keys as on every backend)."""
         out = {}
-        for key, label in NODE_LABELS.items():
-            ready = " WHERE n.status = 'ready'" if label == "Document" else ""
-            out[key] = self._read(f"MATCH (n:{label}){ready} RETURN count(n) AS c")[0]["c"]
-        for rel in EDGE_TYPES:
-            out[rel] = self._read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS c")[0]["c"]
+        for key, label in cy.NODE_LABELS.items():
+            out[key] = self._read(cy.count_nodes(label))[0]["c"]
+        for rel in cy.EDGE_TYPES:
+            out[rel] = self._read(cy.count_edges(rel))[0]["c"]
         return out
 
     # -- writes --------------------------------------------------------------
@@ -431,11 +180,11 @@ class Neo4jGraphStore:
         :meth:`pilar.graph.GraphStore.begin_document`)."""
         doc.status = "pending"
         doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self._write(lambda tx: tx.run(_WRITE_DOCUMENT, doc=to_jsonable(doc)).consume())
+        self._write(lambda tx: tx.run(cy.WRITE_DOCUMENT, doc=to_jsonable(doc)).consume())
 
     def set_status(self, doc_id: str, status: str) -> bool:
         return bool(self._write(
-            lambda tx: tx.run(_SET_STATUS, doc_id=doc_id, status=status).single()["n"]))
+            lambda tx: tx.run(cy.SET_STATUS, doc_id=doc_id, status=status).single()["n"]))
 
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
         """Write one document with status ``ready`` in one managed
@@ -444,52 +193,15 @@ class Neo4jGraphStore:
         doc = parsed.document
         doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         doc.status = "ready"
-        pages = [{"page_id": p.page_id, "doc_id": p.doc_id, "number": p.number,
-                  "width": p.width, "height": p.height, "text": p.text} for p in parsed.pages]
-        nxt = [[a.page_id, b.page_id] for a, b in zip(parsed.pages, parsed.pages[1:])]
-        provs = [_prov_row(s.provenance) for s in parsed.supports]
-        supports = [{"support_id": s.support_id, "doc_id": s.doc_id, "kind": s.kind,
-                     "text": s.text, "role": s.role, "seq": i,
-                     "provenance_id": s.provenance.provenance_id}
-                    for i, s in enumerate(parsed.supports)]
-        units = [{**{k: v for k, v in to_jsonable(u).items() if v is not None}, "seq": i}
-                 for i, u in enumerate(parsed.units)]
-        tables = [{"table_id": f"{t.doc_id}:t{t.table_index}", "doc_id": t.doc_id,
-                   "table_index": t.table_index, "page": t.page,
-                   "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
-
-        entities = [{"entity_id": e.entity_id, "name": e.name, "type": e.type,
-                     "aliases": sorted(set(e.aliases)),
-                     "aliases_text": " ".join(sorted(set(e.aliases)))} for e in parsed.entities]
-        mentions = list({(e.entity_id, sid) for e in parsed.entities for sid in e.mentions})
-        assertions = [{"assertion_id": a.assertion_id, "doc_id": a.doc_id, "subject": a.subject,
-                       "predicate": a.predicate, "object": a.object, "modality": a.modality,
-                       "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
-                       "confidence": a.confidence, "grounded": a.grounded,
-                       "extractor": a.extractor, "seq": i}
-                      for i, a in enumerate(parsed.assertions)]
-        supported_by = list(dict.fromkeys((a.assertion_id, sid, "primary")
-                                          for a in parsed.assertions for sid in a.supports))
-        subject_of = [(a.subject_entity, a.assertion_id) for a in parsed.assertions
-                      if a.subject_entity]
-        object_of = [(a.assertion_id, a.object_entity) for a in parsed.assertions
-                     if a.object_entity]
-        same_as = [to_jsonable(link) for link in parsed.same_as]
+        layers = document_rows(parsed)
 
         def work(tx):
             for old in replaces:
                 self._delete_in(tx, old, keep_node=True)
-                tx.run(_SET_STATUS, doc_id=old, status="deleting").consume()
-            tx.run(_WRITE_DOCUMENT, doc=to_jsonable(doc)).consume()
-            for query, rows in ((_WRITE_PAGES, pages), (_WRITE_NEXT, nxt),
-                                (_WRITE_PROVENANCE, provs), (_WRITE_SUPPORTS, supports),
-                                (_WRITE_UNITS, units), (_WRITE_TABLES, tables),
-                                (_WRITE_ENTITIES, entities), (_WRITE_MENTIONS, mentions),
-                                (_WRITE_ASSERTIONS, assertions),
-                                (_WRITE_SUPPORTED_BY, supported_by),
-                                (_WRITE_SUBJECT_OF, subject_of), (_WRITE_OBJECT, object_of),
-                                (_WRITE_SAME_AS, same_as)):
-                for batch in _batches(rows):
+                tx.run(cy.SET_STATUS, doc_id=old, status="deleting").consume()
+            tx.run(cy.WRITE_DOCUMENT, doc=to_jsonable(doc)).consume()
+            for query, rows in layers:
+                for batch in batches(rows):
                     tx.run(query, rows=batch).consume()
 
         self._write(work)
@@ -503,11 +215,10 @@ class Neo4jGraphStore:
             return []
         query = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
         return [Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()))
-                for r in self._read(_ENTITY_CANDIDATES, q=query, limit=limit)]
+                for r in self._read(cy.ENTITY_CANDIDATES, q=query, limit=limit)]
 
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
-        rows = self._read("MATCH (e:Entity) WHERE e.entity_id IN $ids RETURN e.entity_id AS id, "
-                          "e.name AS name, e.type AS type, e.aliases AS aliases", ids=entity_ids)
+        rows = self._read(cy.GET_ENTITIES, ids=entity_ids)
         return {r["id"]: Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()))
                 for r in rows}
 
@@ -515,7 +226,7 @@ class Neo4jGraphStore:
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
         """``{page_id: {section_path, ...}}``: the section paths a page's supports sit in."""
         out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
-        for r in self._read(_PAGE_SECTIONS, ids=page_ids):
+        for r in self._read(cy.PAGE_SECTIONS, ids=page_ids):
             out[r["pid"]].add(tuple(r["path"] or ()))
         return out
 
@@ -530,21 +241,22 @@ class Neo4jGraphStore:
         ``assertion``: Entity -SUBJECT_OF-> / <-OBJECT- Assertion
         -SUPPORTED_BY-> Support -> Page. At most ``limit`` pages per entity
         and kind; a page reached from several entities keeps the path of the
-        first in ``entity_ids`` order. See ``_EXPANSION_PAGES`` for the order
-        and the choice of the path per page. Raises :class:`StoreError` if
-        the read fails."""
+        first in ``entity_ids`` order. See
+        :data:`pilar.graph.neo4j_cypher.EXPANSION_PAGES` for the order and
+        the choice of the path per page. Raises :class:`StoreError` if the
+        read fails."""
         out: dict[str, dict[str, list[str]]] = {"mention": {}, "alias": {}, "assertion": {}}
         ids = list(entity_ids)
         if not ids:
             return out
         for i, mention, alias, assertion in sorted(
-                self._values(_EXPANSION_PAGES, ids=ids, limit=limit), key=lambda r: r[0]):
+                self._values(cy.EXPANSION_PAGES, ids=ids, limit=limit), key=lambda r: r[0]):
             add_expansion_rows(out, ids[i], mention, alias, assertion)
         return out
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
-        return [self._assertion(r) for r in self._read(_ASSERTIONS_OF_DOC, id=doc_id)]
+        return [assertion_of(r) for r in self._read(cy.ASSERTIONS_OF_DOC, id=doc_id)]
 
     # -- exploration (GET /v1/entities...) ---------------------------------------
     def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
@@ -554,11 +266,15 @@ class Neo4jGraphStore:
         mentions (at most ``limit`` per entity, by support id) and SAME_AS
         links touching them (by source, target). Raises :class:`StoreError`."""
         ids = list(dict.fromkeys(entity_ids))
-        assertions = [self._assertion(r) for r in
-                      self._read(_ENTITY_ASSERTIONS, ids=ids, limit=limit)]
-        mentions = [(r[0], r[1]) for r in self._values(_ENTITY_MENTIONS, ids=ids, limit=limit)]
-        same_as = [SameAs(*r) for r in self._values(_ENTITY_SAME_AS, ids=ids)]
+        assertions = [assertion_of(r) for r in
+                      self._read(cy.ENTITY_ASSERTIONS, ids=ids, limit=limit)]
+        mentions = [(r[0], r[1]) for r in self._values(cy.ENTITY_MENTIONS, ids=ids, limit=limit)]
+        same_as = [SameAs(*r) for r in self._values(cy.ENTITY_SAME_AS, ids=ids)]
         return EntityLinks(assertions, mentions, same_as)
+
+    def same_as_links(self) -> list[SameAs]:
+        """Every ``SAME_AS`` link, by source then target. One query."""
+        return [SameAs(*r) for r in self._values(cy.ALL_SAME_AS)]
 
     def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """``{entity_id: [doc_id, ...]}`` (sorted): documents that mention each
@@ -566,7 +282,7 @@ class Neo4jGraphStore:
         out: dict[str, list[str]] = {eid: [] for eid in entity_ids}
         if not out:
             return out
-        for eid, mentioned, asserted in self._values(_ENTITY_DOCUMENTS, ids=list(out)):
+        for eid, mentioned, asserted in self._values(cy.ENTITY_DOCUMENTS, ids=list(out)):
             out[eid] = sorted(set(mentioned) | set(asserted))
         return out
 
@@ -574,36 +290,19 @@ class Neo4jGraphStore:
         """``{support_id: Support}`` (with provenance) for the ids that exist. One query."""
         if not support_ids:
             return {}
-        out = {}
-        for r in self._values(_SUPPORTS_BY_ID, ids=list(support_ids)):
-            out[r[0]] = Support(
-                support_id=r[0], doc_id=r[1], kind=r[2], text=r[3], role=r[4],
-                provenance=Provenance(
-                    provenance_id=r[5], doc_id=r[1], page=r[6], section_path=tuple(r[7] or ()),
-                    bbox=tuple(r[8]) if r[8] else None, css_path=r[9], table_index=r[10],
-                    row=r[11], col=r[12], cell_ids=tuple(r[13] or ()), char_start=r[14],
-                    char_end=r[15]))
-        return out
-
-    @staticmethod
-    def _assertion(r: dict[str, Any]) -> Assertion:
-        a = r["a"]
-        return Assertion(assertion_id=a["assertion_id"], doc_id=a["doc_id"], subject=a["subject"],
-                         predicate=a["predicate"], object=a["object"], modality=a["modality"],
-                         qualifiers=json.loads(a["qualifiers"]), confidence=a["confidence"],
-                         grounded=a["grounded"], extractor=a["extractor"], subject_entity=r["se"],
-                         object_entity=r["oe"], supports=tuple(r["supports"]))
+        return {r[0]: support_of(*r) for r in self._values(cy.SUPPORTS_BY_ID,
+                                                           ids=list(support_ids))}
 
     def add_source(self, doc_id: str, uri: str) -> bool:
         """Record ``uri`` as another source of ``doc_id``; False when it was
         one already (or there is no such document)."""
-        return bool(self._write(lambda tx: tx.run(_ADD_SOURCE, doc_id=doc_id,
+        return bool(self._write(lambda tx: tx.run(cy.ADD_SOURCE, doc_id=doc_id,
                                                   uri=uri).single()["added"]))
 
     def remove_source(self, doc_id: str, uri: str) -> None:
         """Forget ``uri`` as a source of ``doc_id``; the document's ``uri``
         moves to its next source when it was this one."""
-        self._write(lambda tx: tx.run(_REMOVE_SOURCE, doc_id=doc_id, uri=uri).consume())
+        self._write(lambda tx: tx.run(cy.REMOVE_SOURCE, doc_id=doc_id, uri=uri).consume())
 
     def delete_document(self, doc_id: str) -> bool:
         return bool(self._write(lambda tx: self._delete_in(tx, doc_id)))
@@ -612,10 +311,10 @@ class Neo4jGraphStore:
     def _delete_in(tx, doc_id: str, keep_node: bool = False) -> int:
         """Delete a document's layers (and its node unless ``keep_node``),
         then orphaned entities; returns the Document nodes deleted."""
-        for query in _DELETE_LAYERS:
+        for query in cy.DELETE_LAYERS:
             tx.run(query, doc_id=doc_id).consume()
-        deleted = 0 if keep_node else tx.run(_DELETE_DOCUMENT_NODE, doc_id=doc_id).single()["deleted"]
-        tx.run(_DELETE_ORPHAN_ENTITIES).consume()
+        deleted = 0 if keep_node else tx.run(cy.DELETE_DOCUMENT_NODE, doc_id=doc_id).single()["deleted"]
+        tx.run(cy.DELETE_ORPHAN_ENTITIES).consume()
         return deleted
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
@@ -625,11 +324,3 @@ class Neo4jGraphStore:
 
         return run_read_query(self.driver, query, params, database=self.database,
                               timeout=timeout, row_cap=row_cap)
-
-    @staticmethod
-    def _doc(r: dict[str, Any]) -> Document:
-        return Document(doc_id=r["d.doc_id"], uri=r["d.uri"], title=r["d.title"] or "",
-                        media_type=r["d.media_type"], sha256=r["d.sha256"],
-                        n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "",
-                        collection=r["d.collection"] or "default", status=r["d.status"] or "ready",
-                        sources=list(r["d.sources"] or []))

@@ -349,6 +349,10 @@ class SqliteGraphStore:
         same_as = [SameAs(*r) for r in c.execute(_ENTITY_SAME_AS, (ids,))]
         return EntityLinks(assertions, mentions, same_as)
 
+    def same_as_links(self) -> list[SameAs]:
+        """Every ``SAME_AS`` link, by source then target. One query."""
+        return [SameAs(*r) for r in self.db.conn.execute(_ALL_SAME_AS)]
+
     def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """``{entity_id: [doc_id, ...]}`` (sorted): the documents that mention
         each entity or hold an assertion about it; ``[]`` for an entity no
@@ -546,6 +550,7 @@ ranked AS (SELECT m.entity_id, m.support_id,
            FROM wanted w JOIN mentions m ON m.entity_id = w.eid)
 SELECT entity_id, support_id FROM ranked WHERE r <= ?2 ORDER BY entity_id, support_id
 """
+_ALL_SAME_AS = "SELECT source, target, score, method FROM same_as ORDER BY source, target"
 _ENTITY_SAME_AS = """
 WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
 SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.source IN wanted

@@ -10,8 +10,6 @@ min-max + 0.6 dense)."""
 from __future__ import annotations
 
 import math
-import re
-from functools import lru_cache
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,30 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pilar.model import Unit
+from pilar.packing.cues import cue_units
+from pilar.packing.terms import tokens
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("a an and are as at be by did do does for from had has have how in is it its "
-                  "of on or that the their there this to was were what when where which who "
-                  "whom whose why will with".split())
-
-
-@lru_cache(maxsize=200_000)
-def _stem(w: str) -> str | None:
-    if w in _STOP:
-        return None
-    for suf in ("ing", "es", "s", "ed"):
-        if len(w) > len(suf) + 2 and w.endswith(suf):
-            return w[: -len(suf)]
-    return w
-
-
-@lru_cache(maxsize=100_000)
-def tokens(text: str) -> tuple[str, ...]:
-    """Lower-cased content-word tokens with a light suffix strip (plural /
-    -ing / -ed); cached, since the same units are scored again and again."""
-    stems = map(_stem, _WORD.findall(text.lower()))
-    return tuple(w for w in stems if w)
+__all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
 
 
 def bm25_scores(query: Sequence[str], docs: Sequence[Sequence[str]], k1: float = 1.5,
@@ -88,12 +67,13 @@ class UnitSelector:
     ``unit_vectors`` a callable ``ids -> {id: vector}`` (the page index's)."""
 
     def __init__(self, embedder, unit_vectors, cross_encoder=None, prefilter: int = 100,
-                 page_weight: float = 0.0):
+                 page_weight: float = 0.0, cues: bool = True):
         self.embedder = embedder
         self.unit_vectors = unit_vectors
         self.cross_encoder = cross_encoder
         self.prefilter = prefilter
         self.page_weight = page_weight
+        self.cues = cues
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None) -> list[ScoredUnit]:
@@ -118,7 +98,23 @@ class UnitSelector:
         scored = [ScoredUnit(u, lex, float(r) + b, rank)
                   for (rank, u, lex), r, b in zip(picked, rerank, prior)]
         scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
-        return scored
+        return self._with_cues(question, units, lexical, scored)
+
+    def _with_cues(self, question: str, units: list[tuple[int, Unit]], lexical: np.ndarray,
+                   scored: list[ScoredUnit]) -> list[ScoredUnit]:
+        """``scored`` with the rows the question points at by position or
+        extreme value (:func:`pilar.packing.cues.cue_units`) moved or added
+        to the top, scored just above the best unit; at most ``prefilter``."""
+        cues = cue_units(question, units, [s.unit for s in scored]) \
+            if self.cues else []
+        if not cues:
+            return scored
+        where = {u.unit_id: (rank, float(lex)) for (rank, u), lex in zip(units, lexical)}
+        top = scored[0].score if scored else 0.0
+        ids = {u.unit_id for u in cues}
+        lifted = [ScoredUnit(u, where[u.unit_id][1], top + 1e-3 * (len(cues) - i),
+                             where[u.unit_id][0]) for i, u in enumerate(cues)]
+        return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
 
     def _rerank(self, question: str, units: list[Unit], lexical: np.ndarray,
                 page_units: list[Unit]) -> np.ndarray:

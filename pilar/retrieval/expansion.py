@@ -19,7 +19,7 @@ from pilar.graph import GraphStore
 from pilar.ingest.names import normalise
 from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
-from pilar.retrieval.hybrid import HybridRetriever
+from pilar.retrieval.hybrid import CALLS, HybridRetriever
 
 def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
                    limit: int = 5) -> list[tuple[str, str, float]]:
@@ -60,8 +60,10 @@ class GraphRetriever:
         expansion, best first (expanded pages outside the scope, or of
         documents not ``ready``, never enter)."""
         s = self.s
+        matched = CALLS.submit(query_entities, question, self.graph, s.entity_match)
         shortlist = self.hybrid.shortlist(question, scope)
         if not shortlist:
+            matched.cancel()
             return []
         pool = shortlist[: s.pool]
         best = pool[0].score
@@ -71,7 +73,7 @@ class GraphRetriever:
             p.trace.update(seed=p.page_id in seed_ids, expanded=False)
         self._local_prior(pool, seeds)
 
-        entities = query_entities(question, self.graph, s.entity_match)
+        entities = matched.result()
         by_id = {p.page_id: p for p in shortlist}
         if entities:
             reached = self.graph.expansion_pages([e for e, _, _ in entities], s.expansion_limit)
@@ -113,9 +115,10 @@ class GraphRetriever:
         docs = {}
         if outside:
             query = self.hybrid.embedder.query(question)
+            visible = CALLS.submit(self.hybrid.visible,
+                                   [pid for pid in outside if pid not in seed_ids], scope)
             dense.update(self.index.dense_for(query, outside))
-            docs = self.hybrid.visible([pid for pid in outside if pid not in seed_ids
-                                        and dense[pid] >= self.s.gate], scope)
+            docs = visible.result()
         for kind, reached, bonus in kinds:
             for pid in reached:
                 if pid in seed_ids:

@@ -6,15 +6,27 @@ the candidates are the union of the BM25 and dense top lists, and the top
 ``shortlist`` (40) pages by hybrid score form the shortlist. Candidates whose
 document is not ``ready`` in the graph (or outside the scope) are dropped
 before normalisation, so every index backend ranks alike.
+
+Reads that do not wait on each other run side by side on :data:`CALLS` (BM25
+while the question is embedded and the kNN runs; the document read beside
+the dense scores of BM25-only pages): against Neo4j and Elasticsearch each is
+a round trip, and the searches' latency is their longest chain, not their sum.
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
 from pilar.model import Document, RankedPage, Scope
 from pilar.retrieval import PageIndex
 from pilar.retrieval.embeddings import Embedder
+
+
+CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="pilar-retrieval")
+"""Threads for store reads a search makes side by side (stores are thread-safe:
+per-thread SQLite connections, pooled Neo4j and Elasticsearch clients)."""
 
 
 def min_max(scores: dict[str, float]) -> dict[str, float]:
@@ -47,14 +59,16 @@ class HybridRetriever:
         """The top ``settings.shortlist`` pages within ``scope``, best first,
         with score parts."""
         s = self.settings
-        bm25 = self.index.bm25(question, self.pool, scope)
+        lexical = CALLS.submit(self.index.bm25, question, self.pool, scope)
         query = self.embedder.query(question)
         dense_top = self.index.dense_top(query, self.pool, scope)
-        docs = self.visible(list(dict.fromkeys([*bm25, *dense_top])), scope)
-        candidates = [pid for pid in dict.fromkeys([*bm25, *dense_top])
-                      if pid.rpartition(":")[0] in docs]
-        dense = {**dense_top, **self.index.dense_for(
-            query, [pid for pid in candidates if pid not in dense_top])}
+        bm25 = lexical.result()
+        pool = list(dict.fromkeys([*bm25, *dense_top]))
+        rest = CALLS.submit(self.index.dense_for, query,
+                            [pid for pid in pool if pid not in dense_top])
+        docs = self.visible(pool, scope)
+        dense = {**dense_top, **rest.result()}
+        candidates = [pid for pid in pool if pid.rpartition(":")[0] in docs]
         norm = min_max({pid: bm25.get(pid, 0.0) for pid in candidates})
         scored = sorted(
             ((s.bm25_weight * norm[pid] + s.dense_weight * dense[pid], pid) for pid in candidates),

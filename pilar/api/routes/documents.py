@@ -20,7 +20,7 @@ from pilar.api.jobs import IngestWorker, JobStore, job_events_key, safe_name
 from pilar.api.models import (MAX_IDS, Deleted, DocumentList, DocumentOut, Job, JobAccepted,
                               PathsRequest, Problem)
 from pilar.config import Settings
-from pilar.pipeline import select_files
+from pilar.ingest.files import select_files
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}}
 COPY_CHUNK = 1024 * 1024

@@ -1,0 +1,264 @@
+"""The Cypher of the Neo4j graph backend (:mod:`pilar.graph.neo4j`), in one
+place: document writes (UNWIND + MERGE batches, run in one transaction per
+document), the reads behind every :class:`~pilar.graph.GraphStore` method,
+deletes and counts. Parameters are ``$name``; labels and relationship types
+as in DESIGN.md. The schema (constraints, indexes) is in ``migrations/neo4j``.
+"""
+
+from __future__ import annotations
+
+DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
+              "d.collection, d.status, d.sources")
+ADD_SOURCE = """
+MATCH (d:Document {doc_id: $doc_id}) WHERE NOT $uri IN coalesce(d.sources, [])
+SET d.sources = coalesce(d.sources, []) + $uri RETURN count(d) AS added
+"""
+REMOVE_SOURCE = """
+MATCH (d:Document {doc_id: $doc_id})
+WITH d, [u IN coalesce(d.sources, []) WHERE u <> $uri] AS rest
+SET d.sources = rest, d.uri = CASE WHEN d.uri = $uri AND size(rest) > 0 THEN rest[0] ELSE d.uri END
+"""
+DOCUMENTS = f"""
+MATCH (d:Document)
+WHERE ($ids IS NULL OR d.doc_id IN $ids) AND ($collections IS NULL OR d.collection IN $collections)
+  AND ($statuses IS NULL OR d.status IN $statuses)
+RETURN {DOC_FIELDS} ORDER BY d.ingested_at, d.uri
+"""
+
+# A document's own nodes are new in its transaction (its doc_id is the hash of
+# its bytes and it is written whole or not at all), so their relationships are
+# CREATEd; nodes are MERGEd on their keys, entities (shared) MERGEd as well.
+WRITE_DOCUMENT = "MERGE (d:Document {doc_id: $doc.doc_id}) SET d += $doc"
+WRITE_PAGES = """
+UNWIND $rows AS row
+MERGE (p:Page {page_id: row.page_id}) SET p += row
+WITH p MATCH (d:Document {doc_id: p.doc_id}) CREATE (p)-[:IN_DOCUMENT]->(d)
+"""
+WRITE_NEXT = """
+UNWIND $rows AS row
+MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) CREATE (a)-[:NEXT]->(b)
+"""
+WRITE_PROVENANCE = """
+UNWIND $rows AS row
+MERGE (n:Provenance {provenance_id: row.provenance_id}) SET n += row
+WITH n MATCH (p:Page {page_id: n.doc_id + ':' + toString(n.page)}) CREATE (n)-[:ON_PAGE]->(p)
+"""
+WRITE_SUPPORTS = """
+UNWIND $rows AS row
+MERGE (s:Support {support_id: row.support_id}) SET s += row
+WITH s MATCH (p:Provenance {provenance_id: s.provenance_id}) CREATE (s)-[:HAS_PROVENANCE]->(p)
+"""
+WRITE_UNITS = """
+UNWIND $rows AS row
+MERGE (u:Unit {unit_id: row.unit_id}) SET u += row
+WITH u MATCH (s:Support {support_id: u.support_id}) CREATE (u)-[:DERIVED_FROM]->(s)
+"""
+WRITE_TABLES = """
+UNWIND $rows AS row
+MERGE (t:TableGrid {table_id: row.table_id}) SET t += row
+"""
+WRITE_ENTITIES = """
+UNWIND $rows AS row
+MERGE (e:Entity {entity_id: row.entity_id})
+ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
+              e.aliases_text = row.aliases_text
+ON MATCH SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
+             e.aliases_text = reduce(t = '', a IN e.aliases | t + ' ' + a)
+"""
+WRITE_MENTIONS = """
+UNWIND $rows AS row
+MATCH (e:Entity {entity_id: row[0]}), (s:Support {support_id: row[1]})
+CREATE (e)-[:MENTIONED_IN]->(s)
+"""
+WRITE_ASSERTIONS = """
+UNWIND $rows AS row
+MERGE (a:Assertion {assertion_id: row.assertion_id}) SET a += row
+"""
+WRITE_SUPPORTED_BY = """
+UNWIND $rows AS row
+MATCH (a:Assertion {assertion_id: row[0]}), (s:Support {support_id: row[1]})
+CREATE (a)-[:SUPPORTED_BY {role: row[2]}]->(s)
+"""
+WRITE_SUBJECT_OF = """
+UNWIND $rows AS row
+MATCH (e:Entity {entity_id: row[0]}), (a:Assertion {assertion_id: row[1]})
+CREATE (e)-[:SUBJECT_OF]->(a)
+"""
+WRITE_OBJECT = """
+UNWIND $rows AS row
+MATCH (a:Assertion {assertion_id: row[0]}), (e:Entity {entity_id: row[1]})
+CREATE (a)-[:OBJECT]->(e)
+"""
+WRITE_SAME_AS = """
+UNWIND $rows AS row
+MATCH (a:Entity {entity_id: row.source}), (b:Entity {entity_id: row.target})
+MERGE (a)-[r:SAME_AS]->(b) SET r.score = row.score, r.method = row.method
+"""
+ENTITY_CANDIDATES = """
+CALL db.index.fulltext.queryNodes('entity_names', $q) YIELD node, score
+RETURN node.entity_id AS id, node.name AS name, node.type AS type, node.aliases AS aliases
+LIMIT $limit
+"""
+
+PAGE_SECTIONS = """
+UNWIND $ids AS pid MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)
+RETURN DISTINCT pid, p.section_path AS path
+"""
+# one record per page, its supports (units) as lists in document order: the
+# driver decodes nested lists far faster than one row of maps per support,
+# and the page's document id and number are not sent again on every row
+SUPPORTS_ON_PAGES = """
+UNWIND $ids AS pid
+MATCH (pg:Page {page_id: pid})
+RETURN pid, pg.doc_id, pg.number, COLLECT {
+  MATCH (pg)<-[:ON_PAGE]-(p:Provenance)<-[:HAS_PROVENANCE]-(s:Support)
+  WITH s, p ORDER BY s.seq
+  RETURN [s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path, p.bbox,
+          p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end]
+} AS rows
+"""
+UNITS_ON_PAGES = """
+UNWIND $ids AS pid
+WITH pid, split(pid, ':') AS key
+WITH pid, key[0] AS doc_id, toInteger(key[1]) AS number
+RETURN pid, doc_id, number, COLLECT {
+  MATCH (u:Unit {doc_id: doc_id, page: number})
+  WITH u ORDER BY u.seq
+  RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
+          u.row_index, u.headers, u.cells]
+} AS rows
+"""
+# graph expansion from the question's entities, the three kinds in one read:
+# one record per entity, each kind a list of at most $limit pages. mention:
+# pages in (document, page number) order; alias: the best SAME_AS link per
+# page (highest score, then smallest entity id), pages by that score then
+# (document, page number); assertion: the smallest (assertion id, support id)
+# per page, pages in (document, page number) order.
+EXPANSION_PAGES = """
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (e:Entity {entity_id: $ids[i]})
+RETURN i, COLLECT {
+  MATCH (e)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
+  WITH pg, min(s.support_id) AS sid
+  ORDER BY pg.doc_id, pg.number LIMIT $limit
+  RETURN [pg.page_id, sid]
+} AS mention, COLLECT {
+  MATCH (e)-[l:SAME_AS]-(o:Entity)-[:MENTIONED_IN]->(s:Support)-[:HAS_PROVENANCE]->(:Provenance)
+        -[:ON_PAGE]->(pg:Page)
+  WHERE o <> e
+  WITH pg, o.entity_id AS other, l.score AS score, l.method AS method, min(s.support_id) AS sid
+  ORDER BY score DESC, other, method
+  WITH pg, head(collect([other, score, method, sid])) AS best
+  ORDER BY best[1] DESC, pg.doc_id, pg.number LIMIT $limit
+  RETURN [pg.page_id] + best
+} AS alias, COLLECT {
+  MATCH (e)-[:SUBJECT_OF|OBJECT]-(a:Assertion)-[:SUPPORTED_BY]->(s:Support)-[:HAS_PROVENANCE]->
+        (:Provenance)-[:ON_PAGE]->(pg:Page)
+  WITH pg, a, s ORDER BY a.assertion_id, s.support_id
+  WITH pg, head(collect([a.assertion_id, a.predicate, s.support_id])) AS best
+  ORDER BY pg.doc_id, pg.number LIMIT $limit
+  RETURN [pg.page_id] + best
+} AS assertion
+"""
+
+# an assertion with its subject/object entity ids and support ids (in order)
+ASSERTION_RETURN = """
+OPTIONAL MATCH (se:Entity)-[:SUBJECT_OF]->(a) OPTIONAL MATCH (a)-[:OBJECT]->(oe:Entity)
+RETURN a{.*} AS a, se.entity_id AS se, oe.entity_id AS oe,
+       COLLECT { MATCH (a)-[:SUPPORTED_BY]->(s:Support) RETURN s.support_id ORDER BY s.seq } AS supports
+"""
+ASSERTIONS_OF_DOC = "MATCH (a:Assertion {doc_id: $id})" + ASSERTION_RETURN + " ORDER BY a.seq"
+ENTITY_ASSERTIONS = """
+UNWIND $ids AS eid
+CALL (eid) {
+  MATCH (:Entity {entity_id: eid})-[:SUBJECT_OF|OBJECT]-(a:Assertion)
+  WITH DISTINCT a ORDER BY a.assertion_id LIMIT $limit
+  RETURN a
+}
+WITH DISTINCT a
+""" + ASSERTION_RETURN + " ORDER BY a.assertion_id"
+ENTITY_MENTIONS = """
+UNWIND $ids AS eid
+CALL (eid) {
+  MATCH (:Entity {entity_id: eid})-[:MENTIONED_IN]->(s:Support)
+  WITH s.support_id AS sid ORDER BY sid LIMIT $limit
+  RETURN sid
+}
+RETURN eid, sid ORDER BY eid, sid
+"""
+ENTITY_SAME_AS = """
+CALL () {
+  MATCH (a:Entity)-[l:SAME_AS]->(b:Entity) WHERE a.entity_id IN $ids
+  RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
+  UNION
+  MATCH (a:Entity)-[l:SAME_AS]->(b:Entity) WHERE b.entity_id IN $ids
+  RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
+}
+RETURN source, target, score, method ORDER BY source, target
+"""
+ALL_SAME_AS = """
+MATCH (a:Entity)-[l:SAME_AS]->(b:Entity)
+RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
+ORDER BY source, target
+"""
+ENTITY_DOCUMENTS = """
+UNWIND $ids AS eid
+MATCH (e:Entity {entity_id: eid})
+RETURN eid, COLLECT { MATCH (e)-[:MENTIONED_IN]->(s:Support) RETURN DISTINCT s.doc_id } AS mentioned,
+       COLLECT { MATCH (e)-[:SUBJECT_OF|OBJECT]-(a:Assertion) RETURN DISTINCT a.doc_id } AS asserted
+"""
+SUPPORTS_BY_ID = """
+MATCH (s:Support)-[:HAS_PROVENANCE]->(p:Provenance) WHERE s.support_id IN $ids
+RETURN s.support_id, s.doc_id, p.page, s.kind, s.text, s.role, p.provenance_id, p.section_path,
+       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end
+"""
+
+# a document's own layers, then (for a delete) its Document node
+DELETE_LAYERS = [
+    "MATCH (n:Unit {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Support {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Provenance {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:TableGrid {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Assertion {doc_id: $doc_id}) DETACH DELETE n",
+    "MATCH (n:Page {doc_id: $doc_id}) DETACH DELETE n",
+]
+DELETE_DOCUMENT_NODE = "MATCH (n:Document {doc_id: $doc_id}) DETACH DELETE n RETURN count(n) AS deleted"
+SET_STATUS = "MATCH (d:Document {doc_id: $doc_id}) SET d.status = $status RETURN count(d) AS n"
+# entities no remaining document uses (SAME_AS edges alone do not keep them)
+DELETE_ORPHAN_ENTITIES = """
+MATCH (e:Entity)
+WHERE NOT (e)-[:MENTIONED_IN|SUBJECT_OF]->() AND NOT ()-[:OBJECT]->(e)
+DETACH DELETE e
+"""
+
+NODE_LABELS = {"documents": "Document", "pages": "Page", "supports": "Support",
+               "provenance": "Provenance", "units": "Unit", "tables": "TableGrid",
+               "assertions": "Assertion", "entities": "Entity"}
+EDGE_TYPES = ("IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM",
+              "SUPPORTED_BY", "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS")
+
+
+# -- schema and plumbing ------------------------------------------------------------
+MIGRATIONS_DONE = "MATCH (m:SchemaMigration) RETURN m.version AS v"
+RECORD_MIGRATION = "MERGE (m:SchemaMigration {version: $v}) SET m.name = $name, m.applied_at = $at"
+SERVER_VERSION = ("CALL dbms.components() YIELD name, versions, edition "
+                  "RETURN name, versions[0] AS version, edition")
+
+# -- small reads ---------------------------------------------------------------------
+FIND_BY_SHA256 = f"MATCH (d:Document {{sha256: $sha}}) RETURN {DOC_FIELDS}"
+FIND_BY_URI = f"MATCH (d:Document) WHERE $uri IN d.sources RETURN {DOC_FIELDS}"
+PAGES = ("MATCH (p:Page) WHERE p.page_id IN $ids "
+         "RETURN p.doc_id AS d, p.number AS n, p.text AS t, p.width AS w, p.height AS h")
+GET_ENTITIES = ("MATCH (e:Entity) WHERE e.entity_id IN $ids RETURN e.entity_id AS id, "
+                "e.name AS name, e.type AS type, e.aliases AS aliases")
+
+
+def count_nodes(label: str) -> str:
+    """Nodes of ``label`` (a value of :data:`NODE_LABELS`); Documents only when ``ready``."""
+    ready = " WHERE n.status = 'ready'" if label == "Document" else ""
+    return f"MATCH (n:{label}){ready} RETURN count(n) AS c"
+
+
+def count_edges(rel: str) -> str:
+    """Relationships of type ``rel`` (one of :data:`EDGE_TYPES`)."""
+    return f"MATCH ()-[r:{rel}]->() RETURN count(r) AS c"

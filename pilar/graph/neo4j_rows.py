@@ -1,0 +1,118 @@
+"""Records to Cypher parameter rows and back, for the Neo4j graph backend
+(:mod:`pilar.graph.neo4j`): the batches one document's write sends
+(:func:`document_rows`), and the :mod:`pilar.model` records rebuilt from
+the values its reads return (:func:`support_of`, :func:`unit_of`,
+:func:`assertion_of`, :func:`document_of`). Neo4j properties hold no maps
+or tuples: section paths and bboxes go as lists, qualifiers and table grids
+as JSON text; ``None`` properties are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pilar.graph import neo4j_cypher as cy
+from pilar.model import Assertion, Document, ParsedDocument, Provenance, Support, Unit, to_jsonable
+
+BATCH = 5000
+"""Rows per UNWIND statement."""
+
+
+def batches(rows: list, size: int = BATCH) -> Iterator[list]:
+    """``rows`` in slices of at most ``size``."""
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+def prov_row(p: Provenance) -> dict[str, Any]:
+    """A Provenance node's properties."""
+    row = to_jsonable(p)
+    row["section_path"] = list(p.section_path)
+    row["bbox"] = list(p.bbox) if p.bbox else None
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def document_rows(parsed: ParsedDocument) -> list[tuple[str, list]]:
+    """``(query, rows)`` of every layer of ``parsed`` after its Document
+    node, in write order (pages before what points at them); each query
+    UNWINDs ``$rows``."""
+    pages = [{"page_id": p.page_id, "doc_id": p.doc_id, "number": p.number,
+              "width": p.width, "height": p.height, "text": p.text} for p in parsed.pages]
+    nxt = [[a.page_id, b.page_id] for a, b in zip(parsed.pages, parsed.pages[1:])]
+    provs = [prov_row(s.provenance) for s in parsed.supports]
+    supports = [{"support_id": s.support_id, "doc_id": s.doc_id, "kind": s.kind,
+                 "text": s.text, "role": s.role, "seq": i,
+                 "provenance_id": s.provenance.provenance_id}
+                for i, s in enumerate(parsed.supports)]
+    units = [{**{k: v for k, v in to_jsonable(u).items() if v is not None}, "seq": i}
+             for i, u in enumerate(parsed.units)]
+    tables = [{"table_id": f"{t.doc_id}:t{t.table_index}", "doc_id": t.doc_id,
+               "table_index": t.table_index, "page": t.page,
+               "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
+    entities = [{"entity_id": e.entity_id, "name": e.name, "type": e.type,
+                 "aliases": sorted(set(e.aliases)),
+                 "aliases_text": " ".join(sorted(set(e.aliases)))} for e in parsed.entities]
+    mentions = list({(e.entity_id, sid) for e in parsed.entities for sid in e.mentions})
+    assertions = [{"assertion_id": a.assertion_id, "doc_id": a.doc_id, "subject": a.subject,
+                   "predicate": a.predicate, "object": a.object, "modality": a.modality,
+                   "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
+                   "confidence": a.confidence, "grounded": a.grounded,
+                   "extractor": a.extractor, "seq": i}
+                  for i, a in enumerate(parsed.assertions)]
+    supported_by = list(dict.fromkeys((a.assertion_id, sid, "primary")
+                                      for a in parsed.assertions for sid in a.supports))
+    subject_of = [(a.subject_entity, a.assertion_id) for a in parsed.assertions
+                  if a.subject_entity]
+    object_of = [(a.assertion_id, a.object_entity) for a in parsed.assertions
+                 if a.object_entity]
+    same_as = [to_jsonable(link) for link in parsed.same_as]
+    return [(cy.WRITE_PAGES, pages), (cy.WRITE_NEXT, nxt), (cy.WRITE_PROVENANCE, provs),
+            (cy.WRITE_SUPPORTS, supports), (cy.WRITE_UNITS, units), (cy.WRITE_TABLES, tables),
+            (cy.WRITE_ENTITIES, entities), (cy.WRITE_MENTIONS, mentions),
+            (cy.WRITE_ASSERTIONS, assertions), (cy.WRITE_SUPPORTED_BY, supported_by),
+            (cy.WRITE_SUBJECT_OF, subject_of), (cy.WRITE_OBJECT, object_of),
+            (cy.WRITE_SAME_AS, same_as)]
+
+
+def support_of(support_id: str, doc_id: str, page: int, kind: str, text: str, role: str,
+               provenance_id: str, section_path, bbox, css_path, table_index, row, col,
+               cell_ids, char_start, char_end) -> Support:
+    """A Support with its Provenance from the values of one read row (the
+    column order of :data:`~pilar.graph.neo4j_cypher.SUPPORTS_BY_ID`)."""
+    return Support(
+        support_id=support_id, doc_id=doc_id, kind=kind, text=text, role=role,
+        provenance=Provenance(
+            provenance_id=provenance_id, doc_id=doc_id, page=page,
+            section_path=tuple(section_path or ()), bbox=tuple(bbox) if bbox else None,
+            css_path=css_path, table_index=table_index, row=row, col=col,
+            cell_ids=tuple(cell_ids or ()), char_start=char_start, char_end=char_end))
+
+
+def unit_of(doc_id: str, page: int, r: list) -> Unit:
+    """A Unit of page ``page`` from one row of
+    :data:`~pilar.graph.neo4j_cypher.UNITS_ON_PAGES`."""
+    return Unit(unit_id=r[0], doc_id=doc_id, page=page, kind=r[1], text=r[2],
+                completed_text=r[3], support_id=r[4], context=tuple(r[5] or ()),
+                table_index=r[6], row_index=r[7], headers=tuple(r[8] or ()),
+                cells=tuple(r[9] or ()))
+
+
+def assertion_of(r: dict[str, Any]) -> Assertion:
+    """An Assertion from a record of :data:`~pilar.graph.neo4j_cypher.ASSERTION_RETURN`."""
+    a = r["a"]
+    return Assertion(assertion_id=a["assertion_id"], doc_id=a["doc_id"], subject=a["subject"],
+                     predicate=a["predicate"], object=a["object"], modality=a["modality"],
+                     qualifiers=json.loads(a["qualifiers"]), confidence=a["confidence"],
+                     grounded=a["grounded"], extractor=a["extractor"], subject_entity=r["se"],
+                     object_entity=r["oe"], supports=tuple(r["supports"]))
+
+
+def document_of(r: dict[str, Any]) -> Document:
+    """A Document from a record of :data:`~pilar.graph.neo4j_cypher.DOC_FIELDS`."""
+    return Document(doc_id=r["d.doc_id"], uri=r["d.uri"], title=r["d.title"] or "",
+                    media_type=r["d.media_type"], sha256=r["d.sha256"],
+                    n_pages=r["d.n_pages"], ingested_at=r["d.ingested_at"] or "",
+                    collection=r["d.collection"] or "default", status=r["d.status"] or "ready",
+                    sources=list(r["d.sources"] or []))

@@ -1,0 +1,355 @@
+"""Cells of a PDF table read into rows: the cell boxes PyMuPDF's finder
+(or a lattice of rules) gives are placed on a grid of row and column
+boundaries, the page's words are assigned to the cell holding their centre,
+wrapped rows and titles inside the table are joined, and the result is a
+:class:`PageTable` of :class:`~pilar.ingest.tables.SourceCell` rows (text,
+header flag, spans, bbox) for :func:`pilar.ingest.tables.build_grid`
+(Tessera §3.3). Coordinates are PDF points.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from pilar.ingest.pdf_layout import Line, join_lines, normalise_text
+from pilar.ingest.pdf_rules import Box
+from pilar.ingest.tables import SourceCell
+from pilar.model import BBox
+
+@dataclass(slots=True)
+class PageTable:
+    """A table found on a page, before grid resolution: ``rows`` of source
+    cells in reading order, its ``bbox`` and the page ``lines`` it holds."""
+
+    bbox: BBox
+    rows: list[list[SourceCell]]
+    n_cols: int
+    strategy: str
+    header_rows: int = 0
+    lines: list[Line] = field(default_factory=list)
+    col_x0: list[float] = field(default_factory=list)  # left edge of each column (points)
+
+
+_NUMERIC = re.compile(r"^[\d\s.,:;%+\-\u2212\u2013()/]+$")
+
+
+def axis(values: list[float], tol: float = 2.0) -> list[float]:
+    out: list[float] = []
+    for v in sorted(values):
+        if not out or v - out[-1] > tol:
+            out.append(v)
+    return out
+
+
+def _index(axis: list[float], v: float) -> int:
+    i = bisect.bisect_left(axis, v)
+    if i <= 0:
+        return 0
+    if i >= len(axis):
+        return len(axis) - 1
+    return i if axis[i] - v < v - axis[i - 1] else i - 1
+
+
+def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str,
+          hard_breaks: bool = True, hrules: list[Box] | None = None) -> PageTable | None:
+    """Cells (bbox tuples from the finder) -> :class:`PageTable`; without
+    ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces.
+    With ``hrules`` (the page's horizontal rules), rows that are the wrapped
+    lines of one row are joined first (:func:`_wrapped_rows`)."""
+    boxes = [tuple(c) for c in cells if c]
+    if len(boxes) < 2:
+        return None
+    # boundaries closer than a glyph (double borders) are one boundary
+    xs = axis([b[0] for b in boxes] + [b[2] for b in boxes], 6.0)
+    ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
+    if len(xs) < 3 or len(ys) < 2:
+        return None
+    bbox = (xs[0], ys[0], xs[-1], ys[-1])
+    placed: dict[tuple[int, int], tuple[int, int, BBox]] = {}
+    owner: dict[tuple[int, int], tuple[int, int]] = {}
+    for b in boxes:
+        r0, r1 = _index(ys, b[1]), _index(ys, b[3])
+        c0, c1 = _index(xs, b[0]), _index(xs, b[2])
+        if r1 > r0 and c1 > c0 and (r0, c0) not in placed:
+            placed[(r0, c0)] = (r1 - r0, c1 - c0, b)
+            for r in range(r0, r1):
+                for c in range(c0, c1):
+                    owner.setdefault((r, c), (r0, c0))
+    by_cell: dict[tuple[int, int], list[tuple]] = {}
+    for w in words:
+        cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+        if not (bbox[0] <= cx <= bbox[2] and bbox[1] <= cy <= bbox[3]):
+            continue
+        r = bisect.bisect_right(ys, cy) - 1
+        c = bisect.bisect_right(xs, cx) - 1
+        key = owner.get((min(r, len(ys) - 2), min(c, len(xs) - 2)))
+        if key is not None:
+            by_cell.setdefault(key, []).append(w)
+    table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
+                   and bbox[1] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= bbox[3]]
+    if strategy != "lines" and _prose(table_lines, xs):
+        return None
+    bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
+    texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
+             for key, val in placed.items()}
+    if hrules is not None:
+        spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
+            else set()
+        joined = _wrapped_rows(placed, texts, by_cell, ys, hrules, spread)
+        if joined or spread:
+            return read_cells(_join_rows(placed, ys, joined, spread), lines, words, strategy,
+                         hard_breaks)
+    n_rows, n_cols = len(ys) - 1, len(xs) - 1
+    cover_r = [False] * n_rows
+    cover_c = [False] * n_cols
+    for (r0, c0), (rs, cs, _) in placed.items():
+        if texts[(r0, c0)][0]:
+            for r in range(r0, r0 + rs):
+                cover_r[r] = True
+            for c in range(c0, c0 + cs):
+                cover_c[c] = True
+    keep_r = [r for r in range(n_rows) if cover_r[r]]
+    keep_c = [c for c in range(n_cols) if cover_c[c]]
+    if len(keep_c) < 2 or len(keep_r) < (1 if strategy == "lines" else 2):
+        return None  # a one-row ruled table is kept: it may continue a table
+    if _frame(texts, len(keep_r) * len(keep_c)):
+        return None
+    rows = _source_rows(placed, texts, keep_r, keep_c)
+    header_rows = 0
+    for row in rows:
+        if row and all(c.is_header for c in row if c.text):
+            header_rows += 1
+        else:
+            break
+    return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
+                     [xs[c] for c in keep_c])
+
+
+def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
+                  hrules: list[Box], spread: set[int] = frozenset()) -> set[int]:
+    """Inner row boundaries ``k`` (between rows ``k - 1`` and ``k``) that cut
+    one wrapped row in two. Two neighbouring rows with text (rows without
+    text between them are passed over) are one row when no drawn rule runs
+    between them, their cells have the same column extents, their text is
+    within a line's height, and either both are header rows (every
+    non-empty cell bold: ``"No."`` over ``"of"`` over ``"Cases"``) or one
+    is the stray line of a wrapped cell (at most one cell in four filled,
+    each under or over a filled cell of the other) closer to it than the
+    table's row pitch (the median gap between two full rows).
+    Rows in ``spread`` (titles inside the table) are never joined."""
+    above: dict[int, set[tuple[int, int]]] = {}
+    below: dict[int, set[tuple[int, int]]] = {}
+    starts: dict[int, list[tuple[int, int]]] = {}
+    n_cols = 0
+    for (r0, c0), (rs, cs, _) in placed.items():
+        above.setdefault(r0 + rs, set()).add((c0, cs))
+        below.setdefault(r0, set()).add((c0, cs))
+        if texts[(r0, c0)][0]:
+            starts.setdefault(r0, []).append((r0, c0))
+        n_cols = max(n_cols, c0 + cs)
+    if n_cols < 2:
+        return set()
+
+    def ruled(k: int) -> bool:  # a rule along the boundary under any of its cells
+        y = ys[k]
+        spans = [(placed[key][2][0], placed[key][2][2]) for key in starts.get(k, ())] or [
+            (placed[key][2][0], placed[key][2][2]) for key in placed if key[0] == k]
+        return any(abs((h[1] + h[3]) / 2 - y) <= 2.5 and any(
+            min(h[2], x1) - max(h[0], x0) >= 6 for x0, x1 in spans) for h in hrules)
+
+    def header(r: int) -> bool:
+        return all(texts[key][1] for key in starts[r])
+
+    def sparse(r: int) -> bool:
+        return n_cols >= 3 and 4 * len(starts[r]) <= n_cols
+
+    def gap(a: int, b: int) -> tuple[float, float] | None:
+        """Smallest gap between the text of a's and b's cells in one column
+        (without a common column: between the rows' text), and the line
+        height there; None when either holds no words."""
+        cols_b = {key[1]: key for key in starts[b]}
+        best = None
+        for key in starts[a]:
+            mate = cols_b.get(key[1])
+            if mate is None or not by_cell.get(key) or not by_cell.get(mate):
+                continue
+            g = min(w[1] for w in by_cell[mate]) - max(w[3] for w in by_cell[key])
+            h = min(w[3] - w[1] for w in by_cell[key] + by_cell[mate])
+            if best is None or g < best[0]:
+                best = (g, h)
+        if best is None:  # no column in common: the rows' text as a whole
+            wa = [w for key in starts[a] for w in by_cell.get(key, ())]
+            wb = [w for key in starts[b] for w in by_cell.get(key, ())]
+            if wa and wb:
+                best = (min(w[1] for w in wb) - max(w[3] for w in wa),
+                        min(w[3] - w[1] for w in wa + wb))
+        return best
+
+    def mates(r: int, other: int) -> bool:
+        cols = {key[1] for key in starts[other]}
+        return all(key[1] in cols for key in starts[r])
+
+    text_rows = sorted(starts)
+    pairs = list(zip(text_rows, text_rows[1:]))
+    full = sorted(g[0] for a, b in pairs if not sparse(a) and not sparse(b)
+                  and not (header(a) and header(b)) and (g := gap(a, b)) is not None)
+    pitch = full[len(full) // 2] if len(full) >= 2 else None
+    joined: set[int] = set()
+    for a, b in pairs:
+        if a in spread or b in spread:
+            continue
+        cuts = range(a + 1, b + 1)
+        if any(above.get(k) != below.get(k) or k not in below or ruled(k) for k in cuts):
+            continue
+        g = gap(a, b)
+        if g is None or g[0] > g[1]:
+            continue
+        if header(a) and header(b) or (pitch is None or g[0] < pitch - 0.75) and (
+                sparse(b) and mates(b, a) or sparse(a) and mates(a, b)):
+            joined.update(cuts)
+    return joined
+
+
+def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[float],
+                 xs: list[float]) -> set[int]:
+    """Rows of a text-aligned table that hold one text line of two or more
+    words running across column boundaries and nothing else: a title inside the table (``"Outbreaks
+    reported late"``), cut into columns by the finder."""
+    inner = xs[1:-1]
+    out: set[int] = set()
+    by_row: dict[int, list[tuple]] = {}
+    for (r0, c0), (rs, _, _) in placed.items():
+        if rs == 1:
+            by_row.setdefault(r0, []).extend(by_cell.get((r0, c0), []))
+    for r, ws in by_row.items():
+        if not ws:
+            continue
+        mid = [ln for ln in table_lines if ys[r] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= ys[r + 1]]
+        if len(mid) != 1:
+            continue
+        ln = mid[0]
+        if " " in ln.text.strip() and any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner) and all(
+                ln.bbox[0] - 1 <= (w[0] + w[2]) / 2 <= ln.bbox[2] + 1 for w in ws):
+            out.add(r)
+    return out
+
+
+def _join_rows(placed: dict, ys: list[float], joined: set[int],
+               spread: set[int] = frozenset()) -> list[Box]:
+    """The cell boxes with the rows on both sides of each boundary in
+    ``joined`` merged (cells of equal column extent become one box), and
+    each row in ``spread`` made one cell across the table."""
+    boxes: dict[tuple[int, int], list[float]] = {}
+    rows: dict[int, list[float]] = {}
+    for (r0, _), (rs, _, b) in placed.items():
+        if r0 in spread and rs == 1:
+            box = rows.setdefault(r0, list(b))
+            box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
+            box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
+    placed = {key: val for key, val in placed.items() if key[0] not in rows or val[0] != 1}
+    order = sorted(placed.items())
+    owner: dict[tuple[int, int, int], tuple[int, int]] = {}  # (end row, c0, cs) -> key
+    for (r0, c0), (rs, cs, b) in order:
+        key = owner.pop((r0, c0, cs), None) if r0 in joined else None
+        if key is not None:
+            box = boxes[key]
+            box[1], box[3] = min(box[1], b[1]), max(box[3], b[3])
+            box[0], box[2] = min(box[0], b[0]), max(box[2], b[2])
+        else:
+            key = (r0, c0)
+            boxes[key] = list(b)
+        owner[(r0 + rs, c0, cs)] = key
+    return [tuple(b) for b in boxes.values()] + [tuple(b) for b in rows.values()]
+
+
+def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
+                 ) -> list[list[SourceCell]]:
+    """Rows of :class:`SourceCell` (HTML table model) over the kept rows and
+    columns; slots no cell covers get empty filler cells."""
+    rmap = {r: i for i, r in enumerate(keep_r)}
+    cmap = {c: i for i, c in enumerate(keep_c)}
+    grid: dict[tuple[int, int], SourceCell] = {}
+    covered: set[tuple[int, int]] = set()
+    for (r0, c0), (rs, cs, b) in placed.items():
+        rows_in = [rmap[r] for r in range(r0, r0 + rs) if r in rmap]
+        cols_in = [cmap[c] for c in range(c0, c0 + cs) if c in cmap]
+        if not rows_in or not cols_in:
+            continue
+        text, bold = texts[(r0, c0)]
+        start = (rows_in[0], cols_in[0])
+        grid[start] = SourceCell(text=text, is_header=bold, rowspan=len(rows_in),
+                                 colspan=len(cols_in), bbox=b)
+        covered.update((r, c) for r in rows_in for c in cols_in)
+    rows: list[list[SourceCell]] = []
+    for r in range(len(keep_r)):
+        row = []
+        for c in range(len(keep_c)):
+            if (r, c) in grid:
+                row.append(grid[(r, c)])
+            elif (r, c) not in covered:
+                row.append(SourceCell(text=""))
+        rows.append(row)
+    return rows
+
+
+def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
+               hard_breaks: bool = True) -> tuple[str, bool]:
+    """Text of a cell from its words (``get_text("words")`` tuples), and
+    whether most of them are bold. Words are grouped into visual lines;
+    lines are joined with :func:`join_lines` (hyphenation) per paragraph,
+    paragraphs split where a line ended short of the cell's right edge."""
+    if not mine:
+        return "", False
+    x0, x1 = box[0], box[2]
+    by_line: dict[tuple, list[tuple]] = {}
+    for w in mine:  # the words of one text line...
+        by_line.setdefault((w[5], w[6]), []).append(w)
+    groups = sorted(by_line.values(), key=lambda g: min((w[1] + w[3]) / 2 for w in g))
+    merged: list[list[tuple]] = []
+    for g in groups:  # ...and of lines side by side form one visual line
+        top, bottom = min(w[1] for w in g), max(w[3] for w in g)
+        if merged:
+            m_top, m_bottom = min(w[1] for w in merged[-1]), max(w[3] for w in merged[-1])
+            overlap = min(bottom, m_bottom) - max(top, m_top)
+            if overlap > 0.5 * min(bottom - top, m_bottom - m_top):
+                merged[-1].extend(g)
+                continue
+        merged.append(list(g))
+    width = x1 - x0
+    paras: list[list[Line]] = [[]]
+    prev_end = None
+    for g in merged:
+        g.sort(key=lambda w: w[0])
+        text = normalise_text(" ".join(w[4] for w in g))
+        first_word = g[0][2] - g[0][0]
+        if hard_breaks and prev_end is not None and prev_end + first_word + 6 < x1 - 0.04 * width:
+            paras.append([])  # the previous line stopped short: a hard break
+        paras[-1].append(Line((g[0][0], g[0][1], g[-1][2], g[-1][3]), text, 0.0, False, 0))
+        prev_end = g[-1][2]
+    text = "\n".join(join_lines(p) for p in paras if p)
+    bold = sum((w[5], w[6]) in bold_lines for w in mine) / len(mine) >= 0.6
+    return text, bold and not _NUMERIC.match(text)  # bold figures are data, not labels
+
+
+def _prose(lines: list[Line], xs: list[float]) -> bool:
+    """A text-aligned "table" whose text lines run across its column
+    boundaries is prose cut into columns: more than a quarter of its lines
+    (of two or more words) cross an inner boundary by over 3 points."""
+    inner = xs[1:-1]
+    multi = [ln for ln in lines if " " in ln.text]
+    if not multi:
+        return False
+    crossing = sum(1 for ln in multi
+                   if any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner))
+    return crossing > 0.25 * len(multi)
+
+
+def _frame(texts: dict, n_slots: int) -> bool:
+    """A page frame or layout box read as a table: one cell holds over 100
+    words and 80% of the table's words, or a grid of at most 6 slots
+    averages over 30 words a cell."""
+    counts = [len(t.split()) for t, _ in texts.values()]
+    top, total = max(counts, default=0), sum(counts)
+    return (top > 100 and top > 0.8 * total) or (n_slots <= 6 and total > 30 * max(n_slots, 1))

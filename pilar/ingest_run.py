@@ -1,0 +1,218 @@
+"""One ingest run over a list of files: read, parse (in worker processes or
+on Ray), embed several documents per call, store each document as its own
+unit of work (:class:`pilar.writes.DocumentWriter`); one
+:class:`~pilar.model.IngestResult` per file, in input order.
+
+Bytes already stored are settled without a parse (``unchanged`` or
+``new_source``); a copy of a file parsed earlier in the same run waits for
+that file and is settled as if ingested after it. A file that fails gets
+``status="failed"`` and a one-line reason; the rest go on. A
+:class:`~pilar.errors.ConfigError` (every file would fail alike) stops the
+run, and whatever was stored stays.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from pilar.config import Settings
+from pilar.errors import ConfigError
+from pilar.ingest import new_document, read_source
+from pilar.ingest.parallel import default_workers, failure_reason, parse_many
+from pilar.model import Document, IngestResult, ParsedDocument
+from pilar.retrieval.embeddings import Embedder, page_vectors
+from pilar.writes import DocumentWriter
+
+Progress = Callable[[IngestResult], None]
+"""``progress(result)``: called with each file's result as it is settled."""
+FilePageProgress = Callable[[str, int, int], None]
+"""``on_page(path, done, total)``: pages parsed of one file."""
+EMBED_BATCH_UNITS = 1024
+"""Units of parsed documents gathered before one embedding call at ingest."""
+
+Batch = list[tuple[int, ParsedDocument, dict[str, float]]]
+"""Parsed documents waiting for one embedding call: ``(file index, document, stages)``."""
+
+
+def store_failure(exc: BaseException) -> str:
+    """The one-line reason a file failed with ``exc`` while it was read or
+    stored (a SQLite error is a failed store write)."""
+    return f"store write failed: {exc}" if isinstance(exc, sqlite3.Error) \
+        else failure_reason(exc)
+
+
+class IngestRun:
+    """Ingest ``files`` into ``collection`` through ``writer`` (see the
+    module docstring); :meth:`run` does it once."""
+
+    def __init__(self, writer: DocumentWriter, embedder: Embedder, settings: Settings,
+                 files: list[Path], collection: str):
+        self.writer = writer
+        self.graph = writer.graph
+        self.embedder = embedder
+        self.settings = settings
+        self.files = files
+        self.collection = collection
+        self.started: dict[int, tuple[float, float]] = {}  # file -> (start, read seconds)
+        # files that need no parse: their result, or how to get it once the
+        # files before them are stored
+        self.settled: dict[int, IngestResult | Callable[[], IngestResult]] = {}
+        # bytes parsed in this run -> the file: a later copy waits for it
+        self.in_flight: dict[str, int] = {}
+
+    def run(self, progress: Progress | None = None, workers: int | None = None,
+            ray: str | None = None, on_page: FilePageProgress | None = None
+            ) -> list[IngestResult]:
+        """Parse in ``workers`` processes (default ``settings.workers``, else
+        the CPU cores; 0 = in this process) or, with ``ray`` (a cluster
+        address or ``auto``), parse and embed as Ray tasks; embed batches of
+        :data:`EMBED_BATCH_UNITS` units; store each document. ``progress``
+        is called with each result; ``on_page(path, done, total)`` as a
+        PDF's pages are parsed in this process. Raises
+        :class:`~pilar.errors.ConfigError` for a bad setting or an
+        unreachable Ray cluster."""
+        if workers is None:
+            workers = self.settings.workers if self.settings.workers is not None \
+                else default_workers()
+        files = self.files
+        results: list[IngestResult] = []
+
+        def emit(done: list[IngestResult]) -> None:
+            for r in done:
+                results.append(r)
+                if progress:
+                    progress(r)
+
+        if ray:
+            from pilar.scale_out import ray_parse_many
+
+            parsed = ray_parse_many(self._jobs(), self.settings, ray)
+        else:
+            pages = None if on_page is None else \
+                (lambda i, done, total: on_page(str(files[i]), done, total))
+            parsed = parse_many(self._jobs(), self.settings, workers, on_page=pages)
+        batch: Batch = []
+        for item in parsed:
+            if item.vectors is not None:  # embedded with the parse (Ray)
+                item.document.document.collection = self.collection
+                emit(self._store_batch([(item.tag, item.document, item.stages)],
+                                       [item.vectors]))
+                continue
+            if item.document is not None:
+                item.document.document.collection = self.collection
+                batch.append((item.tag, item.document, item.stages))
+                if sum(len(d.units) for _, d, _ in batch) >= EMBED_BATCH_UNITS:
+                    emit(self._store_batch(batch))
+                    batch = []
+                continue
+            emit(self._store_batch(batch))  # keeps input order
+            batch = []
+            if item.tag in self.settled:
+                r = self.settled.pop(item.tag)
+                emit([r() if callable(r) else r])
+            else:
+                t0, read = self.started.pop(item.tag)
+                emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
+                                   seconds=time.perf_counter() - t0,
+                                   stages={"read": read, **item.stages})])
+        emit(self._store_batch(batch))
+        return results
+
+    def _jobs(self) -> Iterator[tuple[int, bytes | None, str]]:
+        """``(file index, bytes, uri)`` to parse; ``bytes`` is None for a
+        file settled without a parse (its result in ``self.settled``)."""
+        for i, path in enumerate(self.files):
+            t0 = time.perf_counter()
+            try:
+                data = read_source(path, self.settings)
+                probe = new_document(data, "", "")
+                if probe.sha256 in self.in_flight:
+                    self.settled[i] = (lambda i=i, sha=probe.sha256, t0=t0:
+                                       self._same_as_earlier(i, sha, self.in_flight[sha], t0))
+                    yield i, None, ""
+                    continue
+                existing = self.graph.find_by_sha256(probe.sha256)
+                if existing is not None and existing.status == "ready":
+                    self.settled[i] = self._known(path, existing, t0)
+                    yield i, None, ""
+                    continue
+                if existing is not None:
+                    self.writer.remove(existing.doc_id)
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+                self.settled[i] = IngestResult(str(path), "failed", reason=store_failure(exc),
+                                               seconds=time.perf_counter() - t0)
+                yield i, None, ""
+                continue
+            self.started[i] = (t0, time.perf_counter() - t0)
+            self.in_flight[probe.sha256] = i
+            yield i, data, str(path.resolve())
+
+    def _same_as_earlier(self, i: int, sha256: str, first: int, t0: float) -> IngestResult:
+        """The result of file ``i``, a copy of file ``first`` of this run
+        (settled once ``first`` is stored, as if ingested after it)."""
+        path = self.files[i]
+        existing = self.graph.find_by_sha256(sha256)
+        if existing is None or existing.status != "ready":
+            return IngestResult(str(path), "failed",
+                                reason=f"same bytes as {self.files[first]}, which failed",
+                                seconds=time.perf_counter() - t0)
+        return self._known(path, existing, t0)
+
+    def _known(self, path: Path, existing: Document, t0: float) -> IngestResult:
+        """File ``path`` holds the stored bytes of ``existing``: recorded as
+        another source of it (``new_source``) unless it is one already."""
+        status = "new_source" if self.graph.add_source(existing.doc_id, str(path.resolve())) \
+            else "unchanged"
+        return IngestResult(str(path), status, existing.doc_id, existing.n_pages,
+                            reason=existing.uri if status == "new_source" else None,
+                            seconds=time.perf_counter() - t0)
+
+    def _store_batch(self, batch: Batch, vectors: list | None = None) -> list[IngestResult]:
+        """Embed the documents of ``batch`` together (unless their
+        ``vectors`` are given), then store each as its own unit; one result
+        per document, in batch order."""
+        if not batch:
+            return []
+        docs = [d for _, d, _ in batch]
+        error, embed = None, 0.0
+        if vectors is None:
+            t = time.perf_counter()
+            try:
+                vectors = page_vectors(self.embedder, docs)
+            except ConfigError:  # the embedding model: every document would fail alike
+                raise
+            except Exception as exc:  # noqa: BLE001 - reported per document below
+                vectors, error = [None] * len(docs), failure_reason(exc)
+            embed = time.perf_counter() - t
+        weight = [len(d.units) + len(d.pages) for d in docs]
+        out = []
+        for (i, parsed, stages), vecs, w in zip(batch, vectors, weight):
+            t0, read = self.started.pop(i)
+            stages = {"read": read, "embed": embed * w / sum(weight), **stages}
+            shown = str(self.files[i])
+            if error is not None:
+                out.append(IngestResult(shown, "failed", reason=error, stages=stages,
+                                        seconds=time.perf_counter() - t0))
+                continue
+            t = time.perf_counter()
+            try:
+                replaced = self.writer.store(parsed, *vecs)
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+                out.append(IngestResult(shown, "failed", reason=store_failure(exc),
+                                        stages=stages, seconds=time.perf_counter() - t0))
+                continue
+            stages["write"] = time.perf_counter() - t
+            out.append(IngestResult(
+                shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
+                len(parsed.pages), len(parsed.supports), len(parsed.units),
+                n_assertions=len(parsed.assertions), n_entities=len(parsed.entities),
+                warnings=list(parsed.warnings), stages=stages,
+                seconds=time.perf_counter() - t0))
+        return out

@@ -1,0 +1,165 @@
+"""Order and extreme cues: table rows that a question names by position or
+by an extreme value rather than by their words.
+
+"What is the first category listed?", "which area covers the most land in
+square kilometres?": the answer's row shares no words with the question, so
+the lexical prefilter of unit selection (Tessera §3.4) drops it, and a
+packet of well-matching rows from the middle of the table misses it. Tessera
+§4.6 counts such prefilter and selection losses among the answers inside the
+anchor pages that never reach the reader. This module finds those rows by
+structure, not words: for an ordinal cue (``first``, ``last``...) the first
+or last body row of the most relevant tables; for a superlative cue
+(``most``, ``lowest``, ``oldest``...) the rows holding the largest or
+smallest number in the numeric columns whose header the question names.
+:class:`pilar.packing.selection.UnitSelector` puts them at the top of its
+ranking, so they are packed first; their cost is a few rows of the budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from pilar.model import Unit
+from pilar.packing.terms import tokens
+
+FIRST = frozenset({"first", "earliest", "top", "initial", "opening"})
+LAST = frozenset({"last", "final", "bottom", "latest"})
+# superlatives only: a comparative ("which is larger, A or B?") names its rows
+MOST = frozenset({"most", "largest", "highest", "biggest", "greatest", "longest", "maximum",
+                  "max", "tallest", "heaviest", "top", "best", "newest", "latest"})
+LEAST = frozenset({"least", "smallest", "lowest", "fewest", "shortest", "minimum", "min",
+                   "lightest", "worst", "earliest"})
+EITHER = frozenset({"oldest", "youngest"})  # an age (largest) or a date (smallest)
+
+MAX_CUE_UNITS = 4
+"""At most this many cue rows per question (each costs one row of the budget)."""
+MAX_TABLES = 3
+"""Cues look at this many tables, the most relevant first."""
+MIN_ROWS = 3
+"""A table needs this many body rows for a position or an extreme to mean anything."""
+
+_NUMBER = re.compile(r"[-\u2212]?\d[\d,]*(?:\.\d+)?")
+_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
+
+
+def number(cell: str) -> float | None:
+    """The first number in a table cell (thousands separators and a Unicode
+    minus read), or None: ``"3,083.06"`` -> 3083.06, ``"−0.7"`` -> -0.7."""
+    m = _NUMBER.search(cell)
+    if not m:
+        return None
+    try:
+        return float(m.group().replace(",", "").replace("\u2212", "-"))
+    except ValueError:
+        return None
+
+
+_BOUNDS = re.compile(r"\b(?:at|no) (?:least|most)\b")  # a bound, not an extreme
+
+
+def cue_words(question: str) -> tuple[bool, bool, bool, bool]:
+    """``(first, last, most, least)``: which cues ``question`` carries
+    (lower-cased words, not stems: "firsts" is no cue; "at least 3" is a
+    bound, not an extreme)."""
+    words = set(re.findall(r"[a-z]+", _BOUNDS.sub(" ", question.lower())))
+    either = bool(words & EITHER)
+    return (bool(words & FIRST), bool(words & LAST), bool(words & MOST) or either,
+            bool(words & LEAST) or either)
+
+
+def cue_units(question: str, units: Sequence[tuple[int, Unit]],
+              ranked: Iterable[Unit]) -> list[Unit]:
+    """The rows of ``units`` (``(page_rank, unit)``, 0 = the best page) that
+    ``question`` points at by position or extreme value, at most
+    :data:`MAX_CUE_UNITS`: rows picked by value first, then rows picked by
+    position, each most relevant table first.
+
+    Tables (at least :data:`MIN_ROWS` body rows under at least two named
+    columns: not an infobox) are taken most relevant first, at most
+    :data:`MAX_TABLES`: the best page's first, then the most question words
+    in their headers, then the order in which ``ranked`` (units in selection
+    order, best first) meets their rows. In each, an ordinal cue gives the
+    first / last body row (by ``row_index``) and, when a numeric column (a
+    number in at least 60% of the rows; a year in a Year / Season / Date
+    column) is named by the question or holds years, the row with its
+    smallest / largest number ("the first completed"); a superlative cue
+    gives, per named numeric column other than a year (for oldest /
+    youngest, an ``Age`` column), the row with the largest / smallest
+    number. Empty when the question carries no cue."""
+    first, last, most, least = cue_words(question)
+    if not (first or last or most or least):
+        return []
+    tables: dict[tuple[str, int, int], list[Unit]] = {}
+    page_rank: dict[tuple[str, int, int], int] = {}
+    for rank, u in units:
+        if u.kind == "row" and u.table_index is not None and u.row_index is not None:
+            key = (u.doc_id, u.page, u.table_index)
+            tables.setdefault(key, []).append(u)
+            page_rank[key] = min(rank, page_rank.get(key, rank))
+    met: dict[tuple[str, int, int], int] = {}
+    for u in ranked:
+        met.setdefault((u.doc_id, u.page, u.table_index), len(met))
+    q = set(tokens(question))
+    eligible = []
+    for key, rows in tables.items():
+        rows.sort(key=lambda u: u.row_index)
+        headers = _headers(rows)
+        if len(rows) >= MIN_ROWS and sum(1 for h in headers if h.strip()) >= 2:
+            named = sum(len(q & set(tokens(h))) for h in headers)
+            eligible.append((page_rank[key], -named, met.get(key, len(met)), key, headers))
+    by_value: list[Unit] = []
+    by_position: list[Unit] = []
+    for *_, key, headers in sorted(eligible)[:MAX_TABLES]:
+        rows = tables[key]
+        years = [c for c, h in enumerate(headers) if set(tokens(h)) & _TIME and _numeric(rows, c, True)]
+        numeric = [c for c in range(len(headers)) if c in years or _numeric(rows, c, False)]
+        named = [c for c in numeric if q & set(tokens(headers[c]))]
+        # "which year had the most ...": the year is what is asked, not compared
+        measures = [c for c in named if c not in years] or \
+            ([c for c in numeric if "age" in tokens(headers[c])] if EITHER & q else [])
+        if first:
+            by_position.append(rows[0])
+            by_value += _extremes(rows, named or years, years, min)
+        if last:
+            by_position.append(rows[-1])
+            by_value += _extremes(rows, named or years, years, max)
+        if most:
+            by_value += _extremes(rows, measures, years, max)
+        if least:
+            by_value += _extremes(rows, measures, years, min)
+    return list({u.unit_id: u for u in by_value + by_position}.values())[:MAX_CUE_UNITS]
+
+
+_TIME = frozenset({"year", "season", "date"})
+
+
+def _headers(rows: list[Unit]) -> tuple[str, ...]:
+    """The header path of each column of a table's rows (the widest row's)."""
+    return max((u.headers for u in rows), key=len)
+
+
+def _value(cell: str, time: bool) -> float | None:
+    """A cell's number; in a time column its year (``"June 12, 2007"`` -> 2007)."""
+    if time:
+        m = _YEAR.search(cell)
+        return float(m.group()) if m else None
+    return number(cell)
+
+
+def _numeric(rows: list[Unit], col: int, time: bool) -> bool:
+    """Whether at least 60% of ``rows`` hold a number (a year) in column ``col``."""
+    return sum(1 for u in rows if col < len(u.cells) and _value(u.cells[col], time) is not None) \
+        >= 0.6 * len(rows)
+
+
+def _extremes(rows: list[Unit], cols: list[int], years: list[int], pick) -> list[Unit]:
+    """Per column of ``cols``, the row whose number there ``pick`` (min or
+    max) chooses, the first such row on a tie (``years``: time columns)."""
+    out = []
+    for col in cols:
+        values = [(v, u.row_index, u) for u in rows if col < len(u.cells)
+                  and (v := _value(u.cells[col], col in years)) is not None]
+        if values:
+            out.append(pick(values, key=lambda t: (t[0], -t[1] if pick is max else t[1]))[2])
+    return out

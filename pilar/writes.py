@@ -1,0 +1,110 @@
+"""One document written to the page index and the graph as one unit of work.
+
+Writes follow DESIGN.md's protocol for two separate stores: the graph
+records the document ``pending``, the index is written, then the graph's
+layers with status ``ready`` in one transaction (the visibility switch every
+read honours); a failed write removes what it wrote, and documents left
+``pending`` or ``deleting`` by a crash are removed by the next ingest (one
+writer at a time, :meth:`DocumentWriter.recover`), after which that file
+ingests afresh. On the embedded store the whole unit is also one SQLite
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from pilar.config import Settings
+from pilar.graph import GraphStore
+from pilar.graph.linking import link_across
+from pilar.model import ParsedDocument
+from pilar.retrieval import PageIndex
+
+
+def page_sections(parsed: ParsedDocument) -> list[list[str]]:
+    """Per page of ``parsed`` (in order), the distinct section paths of its
+    supports, each ``" > "``-joined: what the index keeps as keywords."""
+    by_page: dict[int, dict[str, None]] = {p.number: {} for p in parsed.pages}
+    for s in parsed.supports:
+        path = s.provenance.section_path
+        if path and s.provenance.page in by_page:
+            by_page[s.provenance.page][" > ".join(path)] = None
+    return [list(by_page[p.number]) for p in parsed.pages]
+
+
+class DocumentWriter:
+    """Stores and removes whole documents in ``graph`` and ``index`` (see
+    the module docstring). ``on_change()`` is called before every
+    :meth:`store` and :meth:`delete` (the facade empties its page cache there)."""
+
+    def __init__(self, graph: GraphStore, index: PageIndex, settings: Settings,
+                 on_change: Callable[[], None] = lambda: None):
+        self.graph = graph
+        self.index = index
+        self.settings = settings
+        self.on_change = on_change
+
+    def store(self, parsed: ParsedDocument, vectors: list[np.ndarray],
+              unit_ids: list[list[str | None]]) -> bool:
+        """Write one parsed document and its page vectors (see
+        :func:`~pilar.retrieval.embeddings.page_vectors`) to index and graph
+        as one unit (see the module docstring); returns True when it replaced
+        an older version at the same uri. On failure what was written is
+        removed and the error raised."""
+        self.on_change()
+        doc = parsed.document
+        known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        # new bytes at a known path: a document also found elsewhere only
+        # loses this path; one found nowhere else is replaced
+        for d in known:
+            if len(d.sources) > 1:
+                self.graph.remove_source(d.doc_id, doc.uri)
+        old = [d.doc_id for d in known if len(d.sources) <= 1]
+        parsed.same_as = link_across(parsed, self.graph, self.settings)
+        # on the embedded store the index transaction encloses everything
+        # (one SQLite transaction); on servers each step commits on its own
+        with self.index.transaction():
+            self.graph.begin_document(doc)                       # 1. pending
+            try:
+                self.index.delete_document(doc.doc_id)           # leftovers of a crash
+                self.index.add_pages(parsed.pages, vectors, unit_ids, collection=doc.collection,
+                                     sections=page_sections(parsed))   # 2. index
+                self.graph.write_document(parsed, replaces=old)  # 3. graph, ready
+            except BaseException:
+                self.remove(doc.doc_id, quiet=True)
+                raise
+            for doc_id in old:                                   # 4. old versions
+                self.remove(doc_id)
+        return bool(known)
+
+    def remove(self, doc_id: str, quiet: bool = False) -> bool:
+        """Remove a document: hide it (``deleting``), drop its index pages,
+        then its graph rows; False if the graph did not hold it. With
+        ``quiet`` (cleaning up after a failed write) errors are swallowed:
+        what is left stays hidden and the next ingest removes it."""
+        try:
+            self.graph.set_status(doc_id, "deleting")
+            self.index.delete_document(doc_id)
+            return self.graph.delete_document(doc_id)
+        except Exception:  # noqa: BLE001 - only with quiet; the first error is the one to report
+            if not quiet:
+                raise
+            return False
+
+    def delete(self, doc_id: str) -> bool:
+        """Delete a document from index and graph (one transaction on the
+        embedded store); False if it was not stored."""
+        self.on_change()
+        with self.index.transaction():
+            return self.remove(doc_id)
+
+    def recover(self) -> list[str]:
+        """Remove the documents a crashed write left ``pending`` or
+        ``deleting`` (index first, then graph); returns their ids. Assumes
+        no other process is writing to the same stores."""
+        stale = self.graph.documents(statuses=("pending", "deleting"))
+        for doc in stale:
+            self.remove(doc.doc_id)
+        return [d.doc_id for d in stale]

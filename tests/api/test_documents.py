@@ -1,0 +1,96 @@
+"""Documents and jobs over the served API: health, uploads with per-file
+status, job events, listing and pages with highlighted images; a restart
+in the middle of a job."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.api.shared import DEFAULT_FILES, FULL, doc_ids, upload
+from tests.conftest import FIXTURES
+from tests.serving import ApiServer
+
+
+def test_health_routes_are_open(served):
+    anon = served["server"].client()
+    assert anon.get("/healthz").json() == {"status": "ok", "checks": {}}
+    ready = anon.get("/readyz").json()
+    assert ready["status"] == "ok"
+    graph, index = served["server"].env["PILAR_GRAPH"], served["server"].env["PILAR_INDEX"]
+    assert ready["checks"][f"graph:{graph}"] == "ok"
+    assert ready["checks"][f"index:{index}"] == "ok"
+
+
+def test_upload_job_has_per_file_status_and_reasons(served):
+    job = served["job"]
+    assert job["state"] == "done"
+    assert [f["name"] for f in job["files"]] == [p.name for p in DEFAULT_FILES] + ["empty.html"]
+    assert [f["status"] for f in job["files"]] == ["ingested"] * 3 + ["failed"]
+    assert "empty" in job["files"][3]["reason"]
+    assert job["counts"] == {"ingested": 3, "failed": 1}
+    assert job["files"][0]["n_pages"] == 2
+
+
+def test_job_events_stream_ends_with_the_final_record(served):
+    with served["full"].stream("GET", f"/v1/jobs/{served['job']['job_id']}/events") as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        text = "".join(r.iter_text())
+    events = re.findall(r"event: (\w+)\ndata: (.*)\n", text)
+    assert [e for e, _ in events] == ["end"]
+    assert json.loads(events[0][1])["counts"] == {"ingested": 3, "failed": 1}
+
+
+def test_documents_list_get_and_paginate(served):
+    full = served["full"]
+    ids = doc_ids(served["job"]) + doc_ids(served["alpha_job"])
+    listed = full.get("/v1/documents").json()
+    assert listed["total"] == 4 and [d["doc_id"] for d in listed["items"]] == ids
+    page = full.get("/v1/documents", params={"offset": 1, "limit": 2}).json()
+    assert [d["doc_id"] for d in page["items"]] == ids[1:3] and page["total"] == 4
+    alpha = full.get("/v1/documents", params={"collection": "alpha"}).json()
+    assert [d["doc_id"] for d in alpha["items"]] == doc_ids(served["alpha_job"])
+    doc = full.get(f"/v1/documents/{ids[0]}").json()
+    assert doc["media_type"] == "application/pdf" and doc["collection"] == "default"
+    assert full.get("/v1/documents/0000000000000000").status_code == 404
+
+
+def test_page_with_supports_and_highlighted_image(served):
+    full = served["full"]
+    pdf_id = doc_ids(served["job"])[0]
+    page = full.get(f"/v1/pages/{pdf_id}:1").json()
+    assert page["media_type"] == "application/pdf" and page["supports"]
+    boxed = [s for s in page["supports"] if s["provenance"]["bbox"]]
+    assert boxed
+    plain = full.get(f"/v1/pages/{pdf_id}:1/image")
+    lit = full.get(f"/v1/pages/{pdf_id}:1/image", params={"highlight": boxed[0]["support_id"]})
+    assert plain.status_code == lit.status_code == 200
+    assert lit.headers["content-type"] == "image/png" and lit.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert lit.content != plain.content
+    bad = full.get(f"/v1/pages/{pdf_id}:1/image", params={"highlight": "nope"})
+    assert bad.status_code == 422 and "nope" in bad.json()["detail"]
+    html_id = doc_ids(served["job"])[1]
+    assert full.get(f"/v1/pages/{html_id}:1/image").status_code == 409
+    assert full.get(f"/v1/pages/{pdf_id}:99").status_code == 404
+
+
+def test_restart_marks_unfinished_jobs_failed_and_hides_nothing_half_written(tmp_path):
+    server = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    pdfs = [FIXTURES / "pdf" / n for n in ("diesel_engines-p1-3.pdf", "204-268.pdf",
+                                           "anticlockwise_table_1.pdf")]
+    with server.client(FULL) as c:
+        job = upload(c, pdfs, "default")
+    server.stop(kill=True)  # a crash while the job runs (the first PDF takes seconds)
+    again = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    try:
+        with again.client(FULL) as c:
+            record = c.get(f"/v1/jobs/{job['job_id']}").json()
+            docs = c.get("/v1/documents").json()["items"]
+    finally:
+        again.stop()
+    assert record["state"] == "failed" and "server stopped" in record["reason"]
+    statuses = [f["status"] for f in record["files"]]
+    assert "failed" in statuses and set(statuses) <= {"ingested", "failed"}
+    assert all(f["reason"] for f in record["files"] if f["status"] == "failed")
+    assert [d["doc_id"] for d in docs] == [f["doc_id"] for f in record["files"]
+                                           if f["status"] == "ingested"]
