@@ -285,11 +285,15 @@ def test_units_of_one_context_share_one_vector(store: Pilar):
     assert set(stored) == {run[0].unit_id for run in runs}
     leaders = group_leaders(units)
     assert all(leaders[u.unit_id] == run[0].unit_id for run in runs for u in run)
-    rows = next(run for run in runs if run[0].kind == "row" and len(run) > 3)
+    rows = next(run for run in runs if run[0].kind == "row" and len(run) > 3
+                and len({u.headers for u in run}) == 1)  # the singles table
     text = group_text(rows)
     header = " | ".join(h for h in rows[0].headers if h)
     assert text.startswith(" > ".join(rows[0].context) + " | " + header + " | ")
     assert text.count(header) == 1 and all(u.text in text for u in rows)
+    infobox = runs[0]  # key-value rows: each says its key, no header row
+    assert group_text(infobox) == "Edelweiss | " + " ; ".join(u.text for u in infobox)
+    assert infobox[0].text == "Origin: Austria"
 
 
 def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):
