@@ -2,13 +2,14 @@
 
     python bench/index_write.py --home STORE --es-url URL [--limit N] [--json OUT]
 
-Reads the pages and their vectors (one per evidence unit or text window) from
-an embedded store that already holds the corpus (a copy of a dev store), and
-writes them document by document, with ``PageIndex.add_pages``, into a fresh
-embedded index and a fresh pair of Elasticsearch indexes (bulk through the
-client's helpers, then a refresh per document so each is searchable when
-its write returns, as at ingest). Reports pages/s, vectors/s and the median
-ms per document for each, side by side in one run, and the ratio.
+Reads the pages and their vectors (one per run of evidence units, or per unit
+in older stores, or text window) from an embedded store that already holds the
+corpus (a copy of a dev store), and writes them document by document, with
+``PageIndex.add_pages``, into a fresh embedded index and a fresh pair of
+Elasticsearch indexes (bulk through the client's helpers, then a refresh per
+document so each is searchable when its write returns, as at ingest). Reports
+pages/s, vectors/s and the median ms per document for each, side by side in
+one run, and the ratio.
 """
 
 from __future__ import annotations

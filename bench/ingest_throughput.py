@@ -13,7 +13,10 @@ store) and ``neo4j`` (needs ``NEO4J_URI``; the page index stays embedded).
 
 Every (tree, corpus, graph) run is its own process with a fresh
 ``PILAR_HOME`` (on Neo4j the stored documents are deleted first), so peak RSS
-(``ru_maxrss`` of the process and of its worker processes) is per run. The
+(``ru_maxrss`` of the process and of its worker processes) is per run, and
+so is ``cpu_s`` (user + system seconds of the process and its workers
+during the ingest; ``pages_per_cpu_s`` and its ``cpu_ratio`` are the figures
+to trust on a machine shared with other work, where wall time is not). The
 embedding model is loaded and warmed before the clock starts (its load and,
 for a built-at-first-use model, build time are reported as ``warm_s``).
 
@@ -101,6 +104,14 @@ class _Timers:
         self.wrap(pipeline.Pilar, "_store", "write", minus="embed")
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its ended children
+    (the parse workers): unlike wall time, barely moved by other load on a
+    shared machine."""
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def child(spec: dict) -> dict:
     """Ingest ``spec["files"]`` into a fresh store; the figures as a dict."""
     from pilar import Pilar
@@ -119,9 +130,11 @@ def child(spec: dict) -> dict:
     kwargs = {}
     if "workers" in inspect.signature(p.ingest).parameters and spec.get("workers") is not None:
         kwargs["workers"] = spec["workers"]
+    cpu0 = _cpu_s()
     t0 = time.perf_counter()
     results = p.ingest(spec["files"], **kwargs)
     wall = time.perf_counter() - t0
+    cpu = _cpu_s() - cpu0
     ok = [r for r in results if r.status in ("ingested", "replaced")]
     if own_stages:
         stages = {s: sum(r.stages.get(s, 0.0) for r in results) for s in STAGES}
@@ -130,7 +143,8 @@ def child(spec: dict) -> dict:
     pages = sum(r.n_pages for r in ok)
     return {"files": len(results), "failed": sum(r.status == "failed" for r in results),
             "pages": pages, "units": sum(r.n_units for r in ok), "wall_s": round(wall, 3),
-            "pages_per_s": round(pages / wall, 3) if wall else 0.0, "warm_s": round(warm, 2),
+            "pages_per_s": round(pages / wall, 3) if wall else 0.0, "cpu_s": round(cpu, 2),
+            "pages_per_cpu_s": round(pages / cpu, 3) if cpu else 0.0, "warm_s": round(warm, 2),
             "stages_s": {k: round(v, 3) for k, v in stages.items()},
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "peak_rss_workers_mb": round(
@@ -209,7 +223,8 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     table = Table(title="ingest throughput (stage seconds summed over files)")
-    for col in ("tree", "corpus", "graph", "files", "pages", "pages/s", "ratio", *STAGES,
+    for col in ("tree", "corpus", "graph", "files", "pages", "pages/s", "ratio", "pages/cpu-s",
+                "cpu ratio", *STAGES,
                 "warm s", "RSS MB", "workers MB"):
         table.add_column(col)
     base = {(r["corpus"], r["graph"]): r for r in report["runs"] if r["tree"] == args.against}
@@ -217,9 +232,13 @@ def main() -> None:
         other = base.get((r["corpus"], r["graph"]))
         ratio = r["pages_per_s"] / other["pages_per_s"] if other and other["pages_per_s"] else None
         r["ratio"] = round(ratio, 2) if ratio else None
+        cpu_ratio = r["pages_per_cpu_s"] / other["pages_per_cpu_s"] \
+            if other and other.get("pages_per_cpu_s") else None
+        r["cpu_ratio"] = round(cpu_ratio, 2) if cpu_ratio else None
         table.add_row(r["tree"], r["corpus"], r["graph"], f"{r['files']} ({r['failed']} failed)",
                       str(r["pages"]), f"{r['pages_per_s']:.2f}",
-                      f"{ratio:.2f}x" if ratio else "", *[f"{r['stages_s'][s]:.1f}" for s in STAGES],
+                      f"{ratio:.2f}x" if ratio else "", f"{r['pages_per_cpu_s']:.2f}",
+                      f"{cpu_ratio:.2f}x" if cpu_ratio else "", *[f"{r['stages_s'][s]:.1f}" for s in STAGES],
                       f"{r['warm_s']:.1f}", f"{r['peak_rss_mb']:.0f}",
                       f"{r['peak_rss_workers_mb']:.0f}")
     console.print(table)

@@ -14,6 +14,7 @@ from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
 from pilar.packing.selection import ScoredUnit, UnitSelector
+from pilar.retrieval.embeddings import GROUP_WORDS, group_leaders, group_text, unit_groups
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -271,6 +272,46 @@ def test_key_value_rows_share_one_group_without_header_lines(store: Pilar):
     text = "\n".join(item.text for item in block).splitlines()
     assert text[0] == "## Evidence units" and text[1].startswith("### ")
     assert text[2:] == [" | ".join(c.replace("\n", " / ") for c in u.cells) for u in kv[:3]]
+
+
+def test_units_of_one_context_share_one_vector(store: Pilar):
+    units = page_units(store, "202-278")  # a discography: long tables under one context each
+    runs = unit_groups(units)
+    assert [u for run in runs for u in run] == units and (len(units), len(runs)) == (15, 4)
+    for run in runs:
+        assert len({(u.doc_id, u.page, u.context, u.table_index) for u in run}) == 1
+        assert len(run) == 1 or sum(len(u.text.split()) for u in run) <= GROUP_WORDS
+    stored = store.index.unit_vectors([u.unit_id for u in units])
+    assert set(stored) == {run[0].unit_id for run in runs}
+    leaders = group_leaders(units)
+    assert all(leaders[u.unit_id] == run[0].unit_id for run in runs for u in run)
+    rows = next(run for run in runs if run[0].kind == "row" and len(run) > 3
+                and len({u.headers for u in run}) == 1)  # the singles table
+    text = group_text(rows)
+    header = " | ".join(h for h in rows[0].headers if h)
+    assert text.startswith(" > ".join(rows[0].context) + " | " + header + " | ")
+    assert text.count(header) == 1 and all(u.text in text for u in rows)
+    infobox = runs[0]  # key-value rows: each says its key, no header row
+    assert group_text(infobox) == "Edelweiss | " + " ; ".join(u.text for u in infobox)
+    assert infobox[0].text == "Origin: Austria"
+
+
+def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):
+    units = page_units(store, "202-278")
+    run = next(r for r in unit_groups(units) if any("Bring Me Edelweiss" in u.text for u in r))
+    assert len(run) > 1
+    q = "what was the peak chart position of bring me edelweiss in the uk?"
+    scored = UnitSelector(store.embedder, store.index.unit_vectors, cues=False).select(
+        q, [(0, u) for u in units])
+    cosine = float(store.index.unit_vectors([run[0].unit_id])[run[0].unit_id]
+                   @ store.embedder.query(q))
+    lexical = {s.unit.unit_id: s.lexical for s in scored}
+    span = max(lexical.values()) - min(lexical.values())
+    assert sum(s.unit in run for s in scored) > 1
+    for s in scored:
+        if s.unit in run:
+            lex = (s.lexical - min(lexical.values())) / span
+            assert s.score == pytest.approx(0.4 * lex + 0.6 * cosine, abs=1e-5)
 
 
 @pytest.mark.parametrize("stem, question, answer", [

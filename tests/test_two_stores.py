@@ -18,6 +18,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.retrieval.embeddings import group_leaders
 from tests.conftest import FIXTURES, ROOT
 
 CORPUS = FIXTURES / "corpus"
@@ -72,7 +73,9 @@ def test_server_stack_keeps_no_sqlite_file_and_reads_unit_vectors(stack):
     assert r.status == "ingested"
     units = p.graph.units_on_pages([f"{r.doc_id}:1"])[f"{r.doc_id}:1"]
     vectors = p.index.unit_vectors([u.unit_id for u in units])
-    assert len(vectors) == len(units) == r.n_units
+    leaders = group_leaders(units)  # one vector per run of units of one context
+    assert len(units) == r.n_units == 9
+    assert sorted(vectors) == sorted(set(leaders.values())) and len(vectors) == 3
     assert p.settings.db_path.exists() is (stack.graph == "sqlite")
     assert "Ratan Planet" in p.search("tallest building in kanpur", budget=500).packet.text
     assert p.delete(r.doc_id) is True

@@ -2,8 +2,10 @@
 prefilter to ``prefilter`` candidates (BM25 over completed text), then a
 reranker on completed text: a sentence-transformers CrossEncoder when one is
 configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
-vectors computed at ingest) mixed with the prefilter's BM25 as in PILAR's
-hybrid page score (0.4 BM25 min-max + 0.6 dense)."""
+vectors computed at ingest: a unit's own, or that of the run of units of
+its context it was embedded with, :func:`pilar.retrieval.embeddings.unit_groups`)
+mixed with the prefilter's BM25 as in PILAR's hybrid page score (0.4 BM25
+min-max + 0.6 dense)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import numpy as np
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units
 from pilar.packing.terms import tokens
+from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
 
@@ -93,7 +96,8 @@ class UnitSelector:
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
         rerank = self._rerank(question, [u for _, u, _ in picked],
-                              np.array([lex for _, _, lex in picked]))
+                              np.array([lex for _, _, lex in picked]),
+                              [u for _, u in units])
         prior = [0.0] * len(picked)
         if page_scores and self.page_weight:
             top = max(page_scores)
@@ -121,17 +125,26 @@ class UnitSelector:
                              where[u.unit_id][0]) for i, u in enumerate(cues)]
         return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
 
-    def _rerank(self, question: str, units: list[Unit], lexical: np.ndarray) -> np.ndarray:
+    def _rerank(self, question: str, units: list[Unit], lexical: np.ndarray,
+                page_units: list[Unit]) -> np.ndarray:
         """CrossEncoder scores, or without one the hybrid of PILAR §3.4 at unit
-        level: 0.4 x BM25 (min-max over the candidates) + 0.6 x cosine."""
+        level: 0.4 x BM25 (min-max over the candidates) + 0.6 x cosine.
+        ``page_units`` are all units of the anchor pages (in order), which
+        cut the runs (:func:`~pilar.retrieval.embeddings.group_leaders`): a
+        unit without a vector of its own takes its run's (a store built
+        before runs has one per unit); one with neither is embedded now."""
         if self.cross_encoder is not None:
             pairs = [(question, u.completed_text) for u in units]
             return np.asarray(self.cross_encoder.predict(pairs, show_progress_bar=False))
         query = self.embedder.query(question)
-        vectors = self.unit_vectors([u.unit_id for u in units])
-        missing = [u for u in units if u.unit_id not in vectors]
+        lead = group_leaders(page_units)
+        ids = [u.unit_id for u in units]
+        found = self.unit_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
+        vectors = {i: found[i] if i in found else found.get(lead.get(i, i)) for i in ids}
+        missing = [u for u in units if vectors[u.unit_id] is None]
         if missing:
-            fresh = self.embedder.encode([u.completed_text for u in missing], max_tokens=128)
+            fresh = self.embedder.encode([u.completed_text for u in missing],
+                                         max_tokens=UNIT_TOKENS)
             vectors.update({u.unit_id: v for u, v in zip(missing, fresh)})
         cosine = np.array([float(vectors[u.unit_id] @ query) for u in units])
         span = lexical.max() - lexical.min() if len(lexical) else 0.0

@@ -37,8 +37,10 @@ class PageIndex(Protocol):
     """What a page index offers: BM25 and dense scores per page (PILAR §3.4).
 
     Pages are keyed by ``page_id`` (``doc_id:number``). A page holds zero or
-    more dense vectors (``(dim,)`` float32, L2-normalised): one per evidence
-    unit on it, or text windows when it has none; its dense score for a query
+    more dense vectors (``(dim,)`` float32, L2-normalised): one per run of
+    evidence units on it (:func:`pilar.retrieval.embeddings.unit_groups`;
+    one per unit in stores built before runs), or text windows when it has
+    none; its dense score for a query
     is the best cosine among them. Score maps are ordered best first (ties
     by index order). Reads take a :class:`~pilar.model.Scope` and apply it
     inside the query, never after. The index does not know document status:
@@ -75,8 +77,8 @@ class PageIndex(Protocol):
         ...
 
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
-        """``{unit_id: (dim,) float32}`` for the ids embedded at ingest
-        (unknown ids are absent)."""
+        """``{unit_id: (dim,) float32}`` for the ids embedded at ingest (the
+        first unit of each run; unknown ids are absent)."""
         ...
 
     def delete_document(self, doc_id: str) -> int:

@@ -10,9 +10,10 @@ swaps the alias in one atomic ``update_aliases`` and drops the old index.
 
 A page is one document (``_id`` = page id): ``text`` for BM25 (analysed
 as the embedded FTS5 index tokenises it, queries weighted to FTS5's idf:
-:meth:`ElasticsearchPageIndex._match`), ``chunks`` (nested: one ``dense_vector`` per evidence unit or text
-window, cosine, HNSW) for kNN, where a page scores by its best vector, and
-``doc_id``, ``number``, ``collection``, ``sections`` as keywords. Filters
+:meth:`ElasticsearchPageIndex._match`), ``chunks`` (nested: one
+``dense_vector`` per run of evidence units or text window, cosine, HNSW)
+for kNN, where a page scores by its best vector, and ``doc_id``,
+``number``, ``collection``, ``sections`` as keywords. Filters
 (:class:`~pilar.model.Scope`) go inside the BM25 and kNN queries. Unit
 vectors (for packing) live in the units index by unit id, so a stack of
 Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of

