@@ -22,7 +22,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -296,6 +296,13 @@ GROUP_WORDS = 384
 vector: a table's rows, a section's paragraphs or list items."""
 
 
+@lru_cache(maxsize=200_000)
+def _words(text: str) -> int:
+    """How many words a unit's text holds (cached: selection cuts the anchor
+    pages' runs again at every search)."""
+    return len(_WORD.findall(text))
+
+
 def unit_groups(units: Sequence[Unit]) -> list[list[Unit]]:
     """``units`` (in document order) cut into runs that share one vector:
     consecutive units of the same document, page, context path and table,
@@ -306,7 +313,7 @@ def unit_groups(units: Sequence[Unit]) -> list[list[Unit]]:
     out: list[list[Unit]] = []
     key, words = None, 0
     for u in units:
-        n = len(_WORD.findall(u.text))
+        n = _words(u.text)
         k = (u.doc_id, u.page, u.context, u.table_index)
         if out and k == key and words + n <= GROUP_WORDS:
             out[-1].append(u)
