@@ -8,6 +8,7 @@ picks the backend from config.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
 
 from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
@@ -121,6 +122,13 @@ class GraphStore(Protocol):
     def supports_by_id(self, support_ids: list[str]) -> dict[str, Support]:
         """``{support_id: Support}`` with provenance, for the ids that exist. One read."""
         ...
+
+
+def ingest_time() -> str:
+    """Now as ISO-8601 UTC to the microsecond: a document's ``ingested_at``,
+    by which both backends list documents (so documents stored within one
+    second keep their order)."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 def add_expansion_rows(out: dict[str, dict[str, list[str]]], eid: str, mention: list,

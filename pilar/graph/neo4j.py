@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pilar.errors import StoreError
-from pilar.graph import add_expansion_rows
+from pilar.graph import add_expansion_rows, ingest_time
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
 from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, support_of,
@@ -179,7 +179,7 @@ class Neo4jGraphStore:
         """Record ``doc`` with status ``pending`` and no layers (see
         :meth:`pilar.graph.GraphStore.begin_document`)."""
         doc.status = "pending"
-        doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc.ingested_at = ingest_time()
         self._write(lambda tx: tx.run(cy.WRITE_DOCUMENT, doc=to_jsonable(doc)).consume())
 
     def set_status(self, doc_id: str, status: str) -> bool:
@@ -191,7 +191,7 @@ class Neo4jGraphStore:
         transaction; the documents ``replaces`` lose their layers and become
         ``deleting`` in the same transaction."""
         doc = parsed.document
-        doc.ingested_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        doc.ingested_at = ingest_time()
         doc.status = "ready"
         layers = document_rows(parsed)
 

@@ -14,10 +14,9 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 
 from pilar.errors import ConfigError
-from pilar.graph import add_expansion_rows
+from pilar.graph import add_expansion_rows, ingest_time
 from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
 from pilar.stores import SqliteDatabase
@@ -140,7 +139,7 @@ class SqliteGraphStore:
         """Record ``doc`` with status ``pending`` and no layers (see
         :meth:`pilar.graph.GraphStore.begin_document`)."""
         doc.status = "pending"
-        doc.ingested_at = _now()
+        doc.ingested_at = ingest_time()
         with self.db.transaction() as c:
             c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
             self._write_sources(c, doc)
@@ -156,7 +155,7 @@ class SqliteGraphStore:
         ``replaces`` lose their layers and become ``deleting`` in the same
         transaction. Returns the stored Document (``ingested_at`` set)."""
         doc = parsed.document
-        doc.ingested_at = _now()
+        doc.ingested_at = ingest_time()
         doc.status = "ready"
         with self.db.transaction() as c:
             for old in replaces:
@@ -213,7 +212,7 @@ class SqliteGraphStore:
             return c.execute(
                 "INSERT OR IGNORE INTO document_sources (doc_id, uri, added_at) "
                 "SELECT doc_id, ?, ? FROM documents WHERE doc_id = ?",
-                (uri, _now(), doc_id)).rowcount > 0
+                (uri, ingest_time(), doc_id)).rowcount > 0
 
     def remove_source(self, doc_id: str, uri: str) -> None:
         """Forget ``uri`` as a source of ``doc_id`` (its bytes there changed);
@@ -404,10 +403,6 @@ class SqliteGraphStore:
     def _doc_row(doc: Document) -> tuple:
         return (doc.doc_id, doc.uri, doc.title, doc.media_type, doc.sha256, doc.n_pages,
                 doc.ingested_at, doc.collection, doc.status)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 _DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, collection, "
