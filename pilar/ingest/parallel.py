@@ -7,11 +7,15 @@ comes back. At most ``2 * workers`` jobs are in flight, so a long file list
 never sits parsed in memory. Workers are forked (POSIX), so they start in
 milliseconds with the parsers already imported and the caller's script needs
 no ``__main__`` guard; a worker only parses: it never touches the caller's
-stores, model or threads.
+stores, model or threads. A worker freezes what it inherits (``gc.freeze``)
+before its first job: its cycle collector never finalises the caller's
+objects, such as an SQLite connection of another thread, whose finaliser
+would wait on a lock that thread held at the fork.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import time
@@ -110,7 +114,8 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
 
     ctx = multiprocessing.get_context("fork")
     pending: deque[tuple[T, Future | None]] = deque()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                             initializer=gc.freeze) as pool:
         for tag, data, uri in jobs:
             pending.append((tag, pool.submit(parse_job, data, uri, settings)
                             if data is not None else None))
