@@ -32,7 +32,7 @@ from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval.embeddings import QUERY_CACHE, Embedder, VectorCache, load_cross_encoder
 from pilar.retrieval.expansion import GraphRetriever
-from pilar.retrieval.hybrid import CALLS, HybridRetriever
+from pilar.retrieval.hybrid import HybridRetriever, beside
 from pilar.writes import DocumentWriter
 
 if TYPE_CHECKING:
@@ -391,8 +391,8 @@ class Pilar:
             out = {pid: cache[pid] for pid in page_ids if pid in cache}
         missing = [pid for pid in dict.fromkeys(page_ids) if pid not in out]
         if missing:
-            reading = CALLS.submit(self.graph.supports_on_pages, missing)  # side by side
-            units = self.graph.units_on_pages(missing)
+            with beside(self.graph.supports_on_pages, missing) as reading:
+                units = self.graph.units_on_pages(missing)
             supports = reading.result()
             for pid in missing:
                 out[pid] = (supports.get(pid, []), units.get(pid, []))

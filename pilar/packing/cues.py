@@ -116,8 +116,9 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
             eligible.append((page_rank[key], -named, met.get(key, len(met)), key, headers))
     best_page: list[tuple] = []  # the best page's tables, most relevant first
     others: dict[tuple[str, int], tuple] = {}  # each other page's most relevant table
+    best = min((e[0] for e in eligible), default=0)
     for entry in sorted(eligible):
-        if entry[0] == min(e[0] for e in eligible):
+        if entry[0] == best:
             best_page.append(entry)
         else:
             others.setdefault(entry[3][:2], entry)

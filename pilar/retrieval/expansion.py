@@ -19,7 +19,7 @@ from pilar.graph import GraphStore
 from pilar.ingest.names import normalise
 from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
-from pilar.retrieval.hybrid import CALLS, HybridRetriever
+from pilar.retrieval.hybrid import HybridRetriever, beside
 
 def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
                    limit: int = 5) -> list[tuple[str, str, float]]:
@@ -60,10 +60,9 @@ class GraphRetriever:
         expansion, best first (expanded pages outside the scope, or of
         documents not ``ready``, never enter)."""
         s = self.s
-        matched = CALLS.submit(query_entities, question, self.graph, s.entity_match)
-        shortlist = self.hybrid.shortlist(question, scope)
+        with beside(query_entities, question, self.graph, s.entity_match) as matched:
+            shortlist = self.hybrid.shortlist(question, scope)
         if not shortlist:
-            matched.cancel()
             return []
         pool = shortlist[: s.pool]
         best = pool[0].score
@@ -115,9 +114,9 @@ class GraphRetriever:
         docs = {}
         if outside:
             query = self.hybrid.embedder.query(question)
-            visible = CALLS.submit(self.hybrid.visible,
-                                   [pid for pid in outside if pid not in seed_ids], scope)
-            dense.update(self.index.dense_for(query, outside))
+            with beside(self.hybrid.visible,
+                        [pid for pid in outside if pid not in seed_ids], scope) as visible:
+                dense.update(self.index.dense_for(query, outside))
             docs = visible.result()
         for kind, reached, bonus in kinds:
             for pid in reached:

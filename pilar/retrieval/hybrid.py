@@ -15,7 +15,9 @@ a round trip, and the searches' latency is their longest chain, not their sum.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
@@ -27,6 +29,18 @@ from pilar.retrieval.embeddings import Embedder
 CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="pilar-retrieval")
 """Threads for store reads a search makes side by side (stores are thread-safe:
 per-thread SQLite connections, pooled Neo4j and Elasticsearch clients)."""
+
+
+@contextmanager
+def beside(fn: Callable, *args) -> Iterator[Future]:
+    """Run ``fn(*args)`` on :data:`CALLS` while the ``with`` body runs; its
+    future, finished when the block is left (also when the body raises, so no
+    read of a search outlives it)."""
+    future = CALLS.submit(fn, *args)
+    try:
+        yield future
+    finally:
+        wait([future])
 
 
 def min_max(scores: dict[str, float]) -> dict[str, float]:
@@ -59,14 +73,14 @@ class HybridRetriever:
         """The top ``settings.shortlist`` pages within ``scope``, best first,
         with score parts."""
         s = self.settings
-        lexical = CALLS.submit(self.index.bm25, question, self.pool, scope)
-        query = self.embedder.query(question)
-        dense_top = self.index.dense_top(query, self.pool, scope)
+        with beside(self.index.bm25, question, self.pool, scope) as lexical:
+            query = self.embedder.query(question)
+            dense_top = self.index.dense_top(query, self.pool, scope)
         bm25 = lexical.result()
         pool = list(dict.fromkeys([*bm25, *dense_top]))
-        rest = CALLS.submit(self.index.dense_for, query,
-                            [pid for pid in pool if pid not in dense_top])
-        docs = self.visible(pool, scope)
+        with beside(self.index.dense_for, query,
+                    [pid for pid in pool if pid not in dense_top]) as rest:
+            docs = self.visible(pool, scope)
         dense = {**dense_top, **rest.result()}
         candidates = [pid for pid in pool if pid.rpartition(":")[0] in docs]
         norm = min_max({pid: bm25.get(pid, 0.0) for pid in candidates})
