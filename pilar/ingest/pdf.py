@@ -7,7 +7,8 @@ stack-based hierarchy parser), App. B.3 (DocLayNet labels, Tesseract OCR),
 App. F.1 (section paths ``Title > Sec > Subsec``).
 
 :func:`parse_pdf` opens the file (:func:`open_pdf`), reads it page by page
-(:func:`pilar.ingest.pdf_page.parse_page`; only text records are kept, so
+(:func:`pilar.ingest.pdf_page.parse_page`; only text records are kept and
+the heap the page freed goes back to the OS, :mod:`pilar.ingest.heap`, so
 memory is bounded by the document's text), then runs the document passes
 (running headers/footers, labels, title, section paths, captions, tables
 continued across pages) and emits records:
@@ -46,6 +47,7 @@ import pymupdf
 
 from pilar.config import Settings
 from pilar.errors import IngestError
+from pilar.ingest.heap import release_freed
 from pilar.ingest.pdf_figures import Figure, crop_path, nearest_caption, write_crop
 from pilar.ingest.pdf_layout import Block, LayoutAnalyser, body_size
 from pilar.ingest.pdf_page import DocState, PageParse, parse_page
@@ -149,6 +151,7 @@ def parse_pdf(data: bytes, doc: Document, settings: Settings,
                 pages.append(PageParse(i + 1, 0.0, 0.0))
             finally:
                 page = None
+                release_freed()  # what the page's layout analysis freed (bounded memory)
             if on_page:
                 on_page(i + 1, pdf.page_count)
         if js_links:
