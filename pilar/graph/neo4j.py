@@ -226,6 +226,8 @@ class Neo4jGraphStore:
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
         """``{page_id: {section_path, ...}}``: the section paths a page's supports sit in."""
         out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
+        if not out:
+            return out
         for r in self._read(cy.PAGE_SECTIONS, ids=page_ids):
             out[r["pid"]].add(tuple(r["path"] or ()))
         return out
