@@ -4,6 +4,7 @@ gate drops unrelated expanded pages, packets never exceed their budget."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from pilar.config import Settings
 from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
-from pilar.packing.selection import ScoredUnit, UnitSelector
+from pilar.packing.selection import ScoredUnit, UnitSelector, bm25_scores
 from pilar.retrieval.embeddings import GROUP_WORDS, group_leaders, group_text, unit_groups
 from tests.conftest import FIXTURES
 
@@ -346,3 +347,22 @@ def test_cue_rows_are_the_tables_first_last_and_extreme_rows(store: Pilar):
     assert cue_units("where was the tournament held?", pairs, table) == []
     # no header names the column: no extreme row
     assert cue_units("which tournament had the highest zzz?", pairs, table) == []
+
+
+def test_bm25_scores_match_the_okapi_formula_by_hand():
+    """Three texts, query "goals scored": tokens are stemmed and stop words
+    dropped ("goals" -> "goal", "the" gone); BM25Okapi k1 1.5, b 0.75."""
+    texts = ["the goals scored", "goals goals", "a lap record"]  # tokens: 2, 2, 2 (a: stop word)
+    got = bm25_scores(["goal", "scor", "goal"], texts)  # a repeated query term counts once
+    n, avg, k1 = 3, 2.0, 1.5
+
+    def part(tf, df, length):
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - 0.75 + 0.75 * length / avg))
+
+    assert got[0] == pytest.approx(part(1, 2, 2) + part(1, 1, 2))
+    assert got[1] == pytest.approx(part(2, 2, 2))
+    assert got[2] == 0.0
+    assert got[0] > got[1] > got[2]
+    assert bm25_scores(["goal"], []).shape == (0,)
+    assert bm25_scores(["absent"], texts).tolist() == [0.0, 0.0, 0.0]

@@ -134,7 +134,8 @@ class Neo4jGraphStore:
         if doc_ids is not None and not doc_ids:
             return []
         return [document_of(r) for r in self._read(
-            cy.DOCUMENTS, ids=None if doc_ids is None else list(doc_ids),
+            cy.DOCUMENTS if doc_ids is None else cy.DOCUMENTS_BY_ID,
+            ids=None if doc_ids is None else list(doc_ids),
             collections=None if collections is None else list(collections),
             statuses=None if statuses is None else list(statuses))]
 
@@ -226,6 +227,8 @@ class Neo4jGraphStore:
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
         """``{page_id: {section_path, ...}}``: the section paths a page's supports sit in."""
         out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
+        if not out:
+            return out
         for r in self._read(cy.PAGE_SECTIONS, ids=page_ids):
             out[r["pid"]].add(tuple(r["path"] or ()))
         return out

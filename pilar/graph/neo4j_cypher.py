@@ -18,12 +18,16 @@ MATCH (d:Document {doc_id: $doc_id})
 WITH d, [u IN coalesce(d.sources, []) WHERE u <> $uri] AS rest
 SET d.sources = rest, d.uri = CASE WHEN d.uri = $uri AND size(rest) > 0 THEN rest[0] ELSE d.uri END
 """
-DOCUMENTS = f"""
+_DOCUMENTS = """
 MATCH (d:Document)
-WHERE ($ids IS NULL OR d.doc_id IN $ids) AND ($collections IS NULL OR d.collection IN $collections)
+WHERE {match} AND ($collections IS NULL OR d.collection IN $collections)
   AND ($statuses IS NULL OR d.status IN $statuses)
-RETURN {DOC_FIELDS} ORDER BY d.ingested_at, d.uri
+RETURN {fields} ORDER BY d.ingested_at, d.uri
 """
+DOCUMENTS = _DOCUMENTS.format(match="true", fields=DOC_FIELDS)
+# given ids, a seek on the doc_id constraint's index (an "$ids IS NULL OR" test
+# would make the planner scan every Document)
+DOCUMENTS_BY_ID = _DOCUMENTS.format(match="d.doc_id IN $ids", fields=DOC_FIELDS)
 
 # A document's own nodes are new in its transaction (its doc_id is the hash of
 # its bytes and it is written whole or not at all), so their relationships are

@@ -81,7 +81,7 @@ def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter, limit: 
     heads = {key: head for key in {_support_table(s, page) for s in lines} - {None}
              if (head := _table_header(tables.get(key, ()) if tables else ()))}
     head_cost = dict(zip(heads, counter.count_many(list(heads.values()))))
-    scores = bm25_scores(tokens(question), [tokens(s.text) for s in lines])
+    scores = bm25_scores(tokens(question), [s.text for s in lines])
     order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))[:MAX_EXCERPT_LINES]
     costs = dict(zip(order, counter.count_many([lines[i].text for i in order])))
     chosen: dict[int, tuple[str, int]] = {}

@@ -10,7 +10,6 @@ min-max + 0.6 dense)."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units
-from pilar.packing.terms import tokens
+from pilar.packing.terms import term_counts, tokens
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
@@ -28,30 +27,25 @@ CUE_TOKENS = 256
 a larger one rows of other pages too (each cue row displaces a unit)."""
 
 
-def bm25_scores(query: Sequence[str], docs: Sequence[Sequence[str]], k1: float = 1.5,
+def bm25_scores(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
                 b: float = 0.75) -> np.ndarray:
-    """BM25Okapi scores (k1=1.5, b=0.75 as PILAR App. H.1) of ``docs`` (token
-    lists) for ``query``; shape ``(len(docs),)``."""
-    n = len(docs)
+    """BM25Okapi scores (k1=1.5, b=0.75 as PILAR App. H.1) of ``texts`` (each
+    a document, read as its :func:`~pilar.packing.terms.tokens`) for the
+    ``query`` tokens; shape ``(len(texts),)``. Term counts per text are
+    cached (:func:`~pilar.packing.terms.term_counts`)."""
+    n = len(texts)
     if n == 0:
         return np.zeros(0)
-    lengths = np.array([len(d) for d in docs], dtype=np.float64)
-    avg = lengths.mean() or 1.0
-    df = Counter(t for d in docs for t in set(d))
-    q = [t for t in dict.fromkeys(query) if t in df]
+    counts = [term_counts(t) for t in texts]
+    lengths = np.fromiter((size for _, size in counts), dtype=np.float64, count=n)
+    norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
     scores = np.zeros(n)
-    if not q:
-        return scores
-    qset = set(q)
-    tfs = {t: np.zeros(n) for t in q}
-    for i, d in enumerate(docs):
-        for t in d:
-            if t in qset:
-                tfs[t][i] += 1
-    for t in q:
-        idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-        tf = tfs[t]
-        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
+    for t in dict.fromkeys(query):
+        tf = np.fromiter((c.get(t, 0) for c, _ in counts), dtype=np.float64, count=n)
+        df = int(np.count_nonzero(tf))
+        if df:
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            scores += idf * tf * (k1 + 1) / (tf + norm)
     return scores
 
 
@@ -92,7 +86,7 @@ class UnitSelector:
         if not units:
             return []
         q = tokens(question)
-        lexical = bm25_scores(q, [tokens(u.completed_text) for _, u in units])
+        lexical = bm25_scores(q, [u.completed_text for _, u in units])
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
         rerank = self._rerank(question, [u for _, u, _ in picked],

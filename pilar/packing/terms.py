@@ -4,6 +4,7 @@ content words with a light suffix strip (PILAR App. H.1's BM25 over words)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -28,3 +29,12 @@ def tokens(text: str) -> tuple[str, ...]:
     -ing / -ed); cached, since the same units are scored again and again."""
     stems = map(_stem, _WORD.findall(text.lower()))
     return tuple(w for w in stems if w)
+
+
+@lru_cache(maxsize=100_000)
+def term_counts(text: str) -> tuple[dict[str, int], int]:
+    """``({token: occurrences}, number of tokens)`` of ``text``'s
+    :func:`tokens`; cached like them (BM25 over units looks up a few query
+    terms per unit, never walks a unit's tokens again)."""
+    toks = tokens(text)
+    return dict(Counter(toks)), len(toks)

@@ -58,9 +58,11 @@ class GraphRetriever:
     def search(self, question: str, k: int, scope: Scope | None = None) -> list[RankedPage]:
         """The ``k`` best pages within ``scope`` after priors and gated
         expansion, best first (expanded pages outside the scope, or of
-        documents not ``ready``, never enter)."""
+        documents not ``ready``, never enter). The graph reads that do not
+        need the shortlist (the entity match, then the pages it reaches) run
+        beside it, and the section read of the prior beside the expansion."""
         s = self.s
-        with beside(query_entities, question, self.graph, s.entity_match) as matched:
+        with beside(self._reached, question) as reaching:
             shortlist = self.hybrid.shortlist(question, scope)
         if not shortlist:
             return []
@@ -70,22 +72,37 @@ class GraphRetriever:
         seed_ids = {p.page_id for p in seeds}
         for p in shortlist:
             p.trace.update(seed=p.page_id in seed_ids, expanded=False)
-        self._local_prior(pool, seeds)
-
-        entities = matched.result()
         by_id = {p.page_id: p for p in shortlist}
+        entities, reached = reaching.result()
+        sectioned = [p.page_id for p in pool] if s.same_section_bonus else []
+        with beside(self.graph.page_sections, sectioned) as sections:
+            if entities:
+                alias = {**reached["mention"], **reached["alias"]}
+                self._expand(question, by_id, [("alias", alias, s.alias_bonus),
+                                               ("graph", reached["assertion"], s.graph_bonus)],
+                             seed_ids, scope)
+        self._local_prior(pool, seeds, sections.result())
         if entities:
-            reached = self.graph.expansion_pages([e for e, _, _ in entities], s.expansion_limit)
-            alias = {**reached["mention"], **reached["alias"]}
-            self._expand(question, by_id, [("alias", alias, s.alias_bonus),
-                                           ("graph", reached["assertion"], s.graph_bonus)],
-                         seed_ids, scope)
             for p in by_id.values():
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
         ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
         return ranked[:k]
 
-    def _local_prior(self, pool: list[RankedPage], seeds: list[RankedPage]) -> None:
+    def _reached(self, question: str) -> tuple[list[tuple[str, str, float]], dict | None]:
+        """The entities the question names (:func:`query_entities`) and the
+        pages the graph reaches from them (:meth:`GraphStore.expansion_pages`;
+        None without entities)."""
+        entities = query_entities(question, self.graph, self.s.entity_match)
+        if not entities:
+            return entities, None
+        return entities, self.graph.expansion_pages([e for e, _, _ in entities],
+                                                    self.s.expansion_limit)
+
+    def _local_prior(self, pool: list[RankedPage], seeds: list[RankedPage],
+                     sections: dict[str, set[tuple[str, ...]]]) -> None:
+        """Adjacent-page and same-section bonuses of non-seed ``pool`` pages
+        (PILAR §3.4); ``sections`` is :meth:`GraphStore.page_sections` of the
+        pool (empty without a same-section bonus)."""
         s = self.s
         if s.adjacent_bonus:
             near = {(p.doc_id, p.number + d) for p in seeds for d in (-1, 1)}
@@ -93,7 +110,6 @@ class GraphRetriever:
                 if (p.doc_id, p.number) in near and not p.trace["seed"]:
                     self._bonus(p, "adjacent", s.adjacent_bonus)
         if s.same_section_bonus:
-            sections = self.graph.page_sections([p.page_id for p in pool])
             seed_sections = {(p.doc_id, sec) for p in seeds for sec in sections[p.page_id]
                              if len(sec) > 1}
             for p in pool:
