@@ -122,15 +122,17 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
             best_page.append(entry)
         else:
             others.setdefault(entry[3][:2], entry)
-    picks = dict.fromkeys(u.unit_id for u in _cue_rows(best_page[:BEST_PAGE_TABLES], tables, q,
-                                                       (first, last, most, least)))
-    out = {uid: None for uid in list(picks)[:BEST_PAGE_CUES]}
+    cues = (first, last, most, least)
+    cap = min(MAX_CUE_UNITS, limit or MAX_CUE_UNITS)
+    out = {u.unit_id: u for u in
+           _cue_rows(best_page[:BEST_PAGE_TABLES], tables, q, cues)[:BEST_PAGE_CUES]}
     for entry in list(others.values())[:MAX_TABLES - BEST_PAGE_TABLES]:
+        if len(out) >= cap:
+            break
         # one row from each other page: the answer's page is often not the best one
-        out.update(dict.fromkeys(u.unit_id for u in
-                                 _cue_rows([entry], tables, q, (first, last, most, least))[:1]))
-    by_id = {u.unit_id: u for rows in tables.values() for u in rows}
-    return [by_id[uid] for uid in out][:min(MAX_CUE_UNITS, limit or MAX_CUE_UNITS)]
+        for u in _cue_rows([entry], tables, q, cues)[:1]:
+            out.setdefault(u.unit_id, u)
+    return list(out.values())[:cap]
 
 
 def _cue_rows(entries: list[tuple], tables: dict, q: set[str],
