@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     reader_tokenizer: str | None = Field(
         None, description="tokenizer for packet budgets: a local Hugging Face folder or name, "
         "or a .gguf file (default reader_model)")
-    reader_timeout: float | None = Field(None, description="seconds per reader request "
+    reader_timeout: float | None = Field(None, gt=0, description="seconds per reader request "
                                          "(default llm_timeout)")
     reader_max_tokens: int = Field(256, ge=1, description="new tokens per answer at most")
     reader_temperature: float = Field(0.0, ge=0.0, description="0 = greedy (App. H.2)")
@@ -193,10 +193,10 @@ class Settings(BaseSettings):
         0.25, ge=0.0, le=1.0, description="share of the budget held for crops when "
         "reader_images is on")
     reader_image_patch: int = Field(
-        16, description="the VLM's vision patch size in pixels (Qwen3-VL 16, Qwen2.5-VL 14); "
+        16, ge=1, description="the VLM's vision patch size in pixels (Qwen3-VL 16, Qwen2.5-VL 14); "
         "2x2 patches make one image token")
     reader_image_max_pixels: int = Field(
-        1280 * 32 * 32, description="pixels of one crop after resizing at most")
+        1280 * 32 * 32, ge=1, description="pixels of one crop after resizing at most")
 
     # serving (pilar.api): keys, limits, roots
     api_keys: str = Field("", description="comma-separated API keys, each KEY or "
@@ -205,10 +205,10 @@ class Settings(BaseSettings):
                               "whose files POST /v1/documents may ingest by path; empty = none")
     api_cors_origins: str = Field("", description="comma-separated origins allowed by CORS; "
                                   "empty = CORS off")
-    api_max_body_bytes: int = Field(1024 * 1024, description="largest JSON request body")
+    api_max_body_bytes: int = Field(1024 * 1024, ge=1, description="largest JSON request body")
     api_max_upload_bytes: int = Field(
-        1024 * 1024 * 1024, description="largest multipart upload (all files of one request)")
-    api_max_upload_files: int = Field(100, description="files per upload request at most")
+        1024 * 1024 * 1024, ge=1, description="largest multipart upload (all files of one request)")
+    api_max_upload_files: int = Field(100, ge=1, description="files per upload request at most")
     api_allowed_hosts: str = Field("", description="Host headers /mcp accepts besides "
                                    "localhost (comma-separated host:port patterns; * = any)")
 

@@ -102,10 +102,26 @@ def test_unloadable_reranker_is_one_setting_error(store: Path, tmp_path: Path):
     ("PILAR_BM25_WEIGHT", "-3", "Input should be greater than or equal to 0"),
     ("PILAR_TOP_K", "0", "Input should be greater than or equal to 1"),
     ("PILAR_GATE", "2", "Input should be less than or equal to 1"),
+    ("PILAR_READER_IMAGE_PATCH", "0", "Input should be greater than or equal to 1"),
+    ("PILAR_READER_TIMEOUT", "-5", "Input should be greater than 0"),
+    ("PILAR_API_MAX_BODY_BYTES", "-1", "Input should be greater than or equal to 1"),
+    ("PILAR_API_MAX_UPLOAD_FILES", "0", "Input should be greater than or equal to 1"),
 ])
 def test_out_of_range_setting_is_one_error(tmp_path: Path, name, value, message):
     r = pilar("search", "kanpur", "--home", str(tmp_path), cwd=tmp_path, env={name: value})
     assert (r.code, r.stderr.splitlines()) == (2, [f"error: {name}='{value}': {message}"])
+
+
+def test_every_numeric_setting_has_a_lower_bound():
+    import annotated_types
+
+    from pilar.config import Settings
+
+    unbounded = [name for name, f in Settings.model_fields.items()
+                 if f.annotation in (int, float, int | None, float | None)
+                 and not any(isinstance(m, (annotated_types.Ge, annotated_types.Gt))
+                             for m in f.metadata)]
+    assert unbounded == []
 
 
 # -- quiet, honest output ---------------------------------------------------------------------
