@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -308,7 +309,7 @@ def ask(question: Annotated[str, typer.Argument(help="the question to answer")],
 
     if profile is not None and profile not in PROFILES:
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
-    p = _pilar(home)
+    p = _pilar(home, create=False)
     try:
         result = p.ask(question, budget=budget, k=k, profile=profile, stream=stream)
         if stream:
@@ -433,7 +434,7 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
 
     params = dict(_param(p) for p in param or [])
     try:
-        result = _open(home).cypher(query, params, timeout=timeout, row_cap=limit)
+        result = _open(home, create=False).cypher(query, params, timeout=timeout, row_cap=limit)
     except CypherError as exc:
         kind = "refused (client error)" if exc.is_client_error else "failed"
         err.print(f"[red]query {kind}:[/] {escape(str(exc))}")
@@ -471,12 +472,16 @@ def eval_(questions: Annotated[Path, typer.Argument(
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
     if limit is not None and limit < 0:
         raise typer.BadParameter("must be 0 (all) or more", param_hint="--limit")
-    p = _pilar(home)
+    if json_out is not None:
+        _check_writable(json_out, "--json")
+    p = _pilar(home, create=False)
     if not p.docs():
-        err.print("the store is empty: add documents with [bold]pilar ingest PATH[/]")
-        raise typer.Exit(1)
+        from pilar.pipeline import EMPTY_STORE
+
+        fail(EMPTY_STORE)
     with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err) as bar:
+                  TimeElapsedColumn(), console=err,
+                  disable=not err.is_terminal) as bar:  # logs get the lines, no bar
         task = bar.add_task("", total=None)
         try:
             report = p.evaluate(questions, budget=budget, k=k, profile=profile,
@@ -495,9 +500,27 @@ def eval_(questions: Annotated[Path, typer.Argument(
               f"{report.seconds:.0f} s\n", highlight=False)
     out.print(markdown_table(report), highlight=False, markup=False)
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(report_json(report, indent=1), encoding="utf-8")
+        try:
+            json_out.write_text(report_json(report, indent=1), encoding="utf-8")
+        except OSError as exc:
+            fail(f"--json {json_out}: cannot write the report: {exc.strerror or exc}")
         err.print(f"wrote {escape(str(json_out))}")
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """End the command (exit code 2) unless a file can be written at
+    ``path`` (its folder is created if missing), before any work is done."""
+    if path.is_dir():
+        fail(f"{option} {path}: is a folder, not a file", 2)
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        fail(f"{option} {path}: {above} is a file, not a folder", 2)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"{option} {path}: cannot create its folder: {exc.strerror or exc}", 2)
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        fail(f"{option} {path}: not writable", 2)
 
 
 @app.command()
@@ -506,8 +529,6 @@ def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "1
           workers: Annotated[int, typer.Option(min=1, help="server processes")] = 1,
           home: HomeOpt = None) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
-    import os
-
     import uvicorn
 
     if home is not None:

@@ -52,7 +52,8 @@ def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
     return Scope.of(collections, doc_ids)
 
 
-_EMPTY = "the store holds no documents: add some with `pilar ingest PATH`"
+EMPTY_STORE = "the store holds no documents: add some with `pilar ingest PATH`"
+"""What a query on a store without documents says (EmptyStoreError, the CLI)."""
 
 class Pilar:
     """pilar's Python API.
@@ -100,8 +101,10 @@ class Pilar:
     def reader(self) -> "Reader":
         """The reader (:class:`pilar.reader.Reader`) on the configured model
         server; raises :class:`~pilar.errors.ReaderNotConfiguredError` without one."""
+        from pilar.llm import Endpoint
         from pilar.reader import Reader
 
+        Endpoint.reader(self.settings)  # no server configured: say so before loading a tokenizer
         return Reader(self.settings, self.tokens)
 
     @cached_property
@@ -220,12 +223,12 @@ class Pilar:
         # the page count is read until the store is seen holding pages, and
         # again only when a search finds nothing (one round trip less per search)
         if not self._held_pages and self.index.count() == 0:
-            raise EmptyStoreError(_EMPTY)
+            raise EmptyStoreError(EMPTY_STORE)
         self._held_pages = True
         pages = retriever.search(question, k, None if scope.unlimited else scope)
         if not pages and self.index.count() == 0:
             self._held_pages = False
-            raise EmptyStoreError(_EMPTY)
+            raise EmptyStoreError(EMPTY_STORE)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
 
     def ask(self, question: str, budget: int | None = None, k: int | None = None,

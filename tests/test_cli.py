@@ -203,7 +203,9 @@ def test_search_on_an_empty_store_answers_at_once_and_fails(tmp_path: Path):
 
 
 @pytest.mark.parametrize("command", [["docs"], ["stats"], ["search", "kanpur"],
-                                     ["delete", "abc"]], ids=lambda c: c[0])
+                                     ["delete", "abc"], ["ask", "kanpur"],
+                                     ["eval", "questions.tsv"], ["cypher", "RETURN 1"]],
+                         ids=lambda c: c[0])
 def test_read_only_commands_do_not_create_a_store(tmp_path: Path, command):
     home = tmp_path / "nowhere"
     r = pilar(*command, "--home", str(home), cwd=tmp_path)
@@ -211,6 +213,37 @@ def test_read_only_commands_do_not_create_a_store(tmp_path: Path, command):
         (1, [f"error: no store at {home} (PILAR_HOME or --home): "
              "add documents with `pilar ingest PATH`"])
     assert not home.exists()
+
+
+def test_eval_on_an_empty_store_is_one_error_line(tmp_path: Path):
+    assert pilar("migrate", "--home", str(tmp_path), cwd=tmp_path).code == 0
+    r = pilar("eval", "questions.tsv", "--home", str(tmp_path), cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines()) == \
+        (1, ["error: the store holds no documents: add some with `pilar ingest PATH`"])
+
+
+def test_eval_report_path_is_checked_before_evaluating(store: Path, tmp_path: Path):
+    (tmp_path / "file").write_text("x")
+    report = tmp_path / "file" / "report.json"
+    r = pilar("eval", str(ROOT / "no-such.tsv"), "--json", str(report), "--home", str(store),
+              cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines(), r.stdout) == \
+        (2, [f"error: --json {report}: {tmp_path / 'file'} is a file, not a folder"], "")
+
+
+def test_ask_without_a_reader_says_so_before_loading_a_tokenizer(store: Path, tmp_path: Path):
+    from pilar import Pilar
+    from pilar.errors import ReaderNotConfiguredError
+
+    home = tmp_path / "h"
+    shutil.copytree(store, home)
+    p = Pilar(home=home)
+    with pytest.raises(ReaderNotConfiguredError):
+        p.ask("what is the tallest building in kanpur?")
+    assert "tokens" not in vars(p)            # the embedder's tokenizer was not loaded
+    r = pilar("ask", "kanpur", "--home", str(home), cwd=tmp_path)
+    assert (r.code, r.first) == (2, "error: no reader is configured: set PILAR_LLM_BASE_URL "
+                                    "(or PILAR_READER_BASE_URL) to an OpenAI-compatible server")
 
 
 # -- version and help -----------------------------------------------------------------------
