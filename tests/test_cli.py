@@ -246,6 +246,23 @@ def test_ask_without_a_reader_says_so_before_loading_a_tokenizer(store: Path, tm
                                     "(or PILAR_READER_BASE_URL) to an OpenAI-compatible server")
 
 
+def test_serve_on_a_port_in_use_is_one_error_line(tmp_path: Path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = pilar("serve", "--port", str(port), "--home", str(tmp_path), cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines()) == \
+        (1, [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"])
+    bad = pilar("serve", "--port", "99999", "--home", str(tmp_path), cwd=tmp_path)
+    assert (bad.code, bad.stderr.splitlines()[-1]) == \
+        (2, "Error: Invalid value for '--port': Input should be less than or equal to 65535")
+    host = pilar("serve", "--host", "no-such-host.invalid", "--home", str(tmp_path), cwd=tmp_path)
+    assert host.code == 2 and host.first.startswith("error: --host no-such-host.invalid: ")
+
+
 # -- version and help -----------------------------------------------------------------------
 def test_version(tmp_path: Path):
     from pilar import __version__

@@ -128,4 +128,20 @@ def create_app(pilar: Pilar) -> FastAPI:
 def app_from_env() -> FastAPI:
     """``create_app(Pilar())`` with settings from the environment (the
     factory ``uvicorn --factory`` and ``pilar serve --workers N`` import)."""
+    server_logging()
     return create_app(Pilar())
+
+
+LOG_FORMAT = "%(levelname)s:  %(name)s: %(message)s"
+"""One line per record, as uvicorn's own ``INFO:     ...`` lines."""
+
+
+def server_logging() -> None:
+    """Log records of pilar and the libraries a server runs (the model
+    loaders, the MCP SDK) as plain lines on stderr, warnings and errors
+    only, beside uvicorn's own lines. Call before :func:`create_app`: the
+    MCP SDK otherwise installs a Rich handler at INFO on the root logger,
+    which wraps each record over several lines ("Loading SentenceTransformer
+    model from ...", "Terminating session: None" on every MCP request).
+    A no-op when the root logger already has a handler."""
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)

@@ -38,7 +38,8 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
     from pilar.api.routes.pages import page_out
     from pilar.api.routes.search import SEARCH_DESCRIPTION, run_search
 
-    server = MCPServer("pilar", instructions=INSTRUCTIONS)
+    # warnings and errors only: the SDK's INFO records (a line per request) are noise
+    server = MCPServer("pilar", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def caller(ctx: Context) -> Access:
         try:

@@ -49,3 +49,20 @@ def test_entities_search_get_and_neighborhood(served):
         f"{s['doc_id']}:{s['provenance']['page']}" for s in hood["supports"]}
     assert full.get(f"/v1/entities/{eid}/neighborhood", params={"depth": 4}).status_code == 422
     assert full.get("/v1/entities/nobody:none").status_code == 404
+
+
+def test_server_log_is_one_line_per_record(served):
+    """The server's stderr holds uvicorn's lines and plain warnings, no
+    Rich-wrapped INFO records of the MCP SDK or the model loader."""
+    import re
+
+    full = served["full"]
+    assert full.post("/v1/search", json={"query": "tallest building kanpur"}).status_code == 200
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}}
+    r = full.post("/mcp", json=init, headers={"accept": "application/json, text/event-stream"})
+    assert r.status_code == 200, r.text
+    lines = served["server"].log.read_text(encoding="utf-8").splitlines()
+    assert "Loading SentenceTransformer" not in "\n".join(lines)
+    assert [ln for ln in lines if not re.match(r"(INFO|WARNING|ERROR):\s+\S", ln)] == []
