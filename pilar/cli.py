@@ -169,7 +169,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
         finished = 0
 
         def on_page(path: str, done_pages: int, total: int) -> None:
-            # in-process parsing only (--workers 0); otherwise the bar moves per file
+            # a PDF's pages as they are parsed (here or in a worker)
             bar.update(task, completed=max(bar.tasks[0].completed, finished + done_pages / total),
                        description=f"{escape(Path(path).name)} page {done_pages}/{total}")
 

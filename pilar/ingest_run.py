@@ -71,7 +71,7 @@ class IngestRun:
         address or ``auto``), parse and embed as Ray tasks; embed batches of
         :data:`EMBED_BATCH_UNITS` units; store each document. ``progress``
         is called with each result; ``on_page(path, done, total)`` as a
-        PDF's pages are parsed in this process. Raises
+        PDF's pages are parsed (in this process or a worker; not on Ray). Raises
         :class:`~pilar.errors.ConfigError` for a bad setting or an
         unreachable Ray cluster."""
         if workers is None:

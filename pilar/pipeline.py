@@ -158,9 +158,9 @@ class Pilar:
         parse and embed run as Ray tasks
         (:func:`pilar.scale_out.ray_parse_many`) and this process only stores.
 
-        ``on_page(path, done, total)`` is called as a PDF's pages are parsed
-        when parsing runs in this process (``workers=0``); with worker
-        processes or Ray, progress is per file only (``progress``).
+        ``on_page(path, done, total)`` is called as a PDF's pages are parsed,
+        in this process (``workers=0``) or in a worker process; on Ray,
+        progress is per file only (``progress``).
 
         Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
         file would fail alike: the ingest stops, whatever was stored stays)

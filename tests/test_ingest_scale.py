@@ -128,3 +128,22 @@ def test_ray_at_an_unreachable_address_is_a_clean_error(tmp_path):
                                       "--home", str(tmp_path / "home")])
     assert result.exit_code == 2
     assert "cannot reach the Ray cluster at '127.0.0.1:1'" in result.output
+
+
+@pytest.mark.parametrize("workers", [1, 0])
+def test_a_pdf_reports_its_pages_from_a_worker_as_in_process(workers):
+    """Per-page progress of a long PDF, whether parsed in a worker or here:
+    every report is of its own file, pages rise, and the last page comes."""
+    from pilar.config import Settings
+    from pilar.ingest.parallel import parse_many
+
+    pdf = FIXTURES / "pdf" / "diesel_engines-p1-3.pdf"
+    html = FIXTURES / "corpus" / "204-541.html"
+    reports = []
+    jobs = [("html", html.read_bytes(), str(html)), ("pdf", pdf.read_bytes(), str(pdf))]
+    parsed = list(parse_many(jobs, Settings(pdf_layout="rules"), workers,
+                             on_page=lambda tag, done, total: reports.append((tag, done, total))))
+    assert [p.tag for p in parsed] == ["html", "pdf"] and all(p.document for p in parsed)
+    assert {tag for tag, _, _ in reports} == {"pdf"}
+    done = [d for _, d, _ in reports]
+    assert done == sorted(done) and reports[-1] == ("pdf", 3, 3)

@@ -96,9 +96,11 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
     in this process; otherwise in ``workers`` processes with at most
     ``2 * workers`` jobs submitted ahead of the one being yielded.
     ``on_page(tag, done, total)`` reports a PDF's pages as they are parsed,
-    in process only: with worker processes progress is per file (as each
-    :class:`Parsed` is yielded). Raises :class:`ConfigError` (a bad setting)
-    from a parse, after which no further job is started.
+    in this process or in a worker (whose reports come back over a pipe,
+    at most every :data:`PAGE_REPORT_SECONDS` and on the last page, and
+    are passed on while the caller waits for the next result). Raises
+    :class:`ConfigError` (a bad setting) from a parse, after which no
+    further job is started.
     """
     if workers < 1:
         for tag, data, uri in jobs:
@@ -113,21 +115,85 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
     import pilar.ingest.pdf  # noqa: F401
 
     ctx = multiprocessing.get_context("fork")
+    pages = _PageReports(ctx, on_page) if on_page is not None else None
     pending: deque[tuple[T, Future | None]] = deque()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                             initializer=gc.freeze) as pool:
-        for tag, data, uri in jobs:
-            pending.append((tag, pool.submit(parse_job, data, uri, settings)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
+                             initargs=(pages.queue if pages else None,)) as pool:
+        for seq, (tag, data, uri) in enumerate(jobs):
+            if pages:
+                pages.tags[seq] = tag
+            pending.append((tag, pool.submit(_worker_job, seq, data, uri, settings)
                             if data is not None else None))
             while len(pending) > 2 * workers or (pending and pending[0][1] is None):
-                yield _result(*pending.popleft())
+                yield _result(*pending.popleft(), pages)
         while pending:
-            yield _result(*pending.popleft())
+            yield _result(*pending.popleft(), pages)
 
 
-def _result(tag, future: Future | None) -> Parsed:
+PAGE_REPORT_SECONDS = 0.2
+"""Least time between two page reports of one worker (its last page is always sent)."""
+
+_page_queue = None
+"""In a worker process: where its page reports go (None: nobody listens)."""
+
+
+def _start_worker(queue) -> None:
+    """Worker initializer: freeze what the fork inherited (see the module
+    docstring) and keep the page-report queue."""
+    global _page_queue
+    gc.freeze()
+    _page_queue = queue
+
+
+def _worker_job(seq: int, data: bytes, uri: str, settings: Settings):
+    """:func:`parse_job` in a worker, its pages reported as ``(seq, done, total)``."""
+    queue = _page_queue
+    if queue is None:
+        return parse_job(data, uri, settings)
+    last = 0.0
+
+    def report(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done >= total or now - last >= PAGE_REPORT_SECONDS:
+            last = now
+            queue.put((seq, done, total))
+
+    return parse_job(data, uri, settings, report)
+
+
+class _PageReports:
+    """The parent's end of the workers' page reports: ``tags`` maps a job's
+    sequence number to the caller's tag; :meth:`wait` passes reports on to
+    ``on_page`` until a job's future is done."""
+
+    def __init__(self, ctx, on_page: Callable):
+        self.queue = ctx.SimpleQueue()
+        self.on_page = on_page
+        self.tags: dict[int, object] = {}
+
+    def drain(self) -> None:
+        while not self.queue.empty():
+            seq, done, total = self.queue.get()
+            if seq in self.tags:
+                self.on_page(self.tags[seq], done, total)
+
+    def wait(self, future: Future) -> None:
+        from concurrent.futures import wait
+
+        while True:
+            finished = future.done()  # a job's reports are all sent before its result
+            self.drain()
+            if finished:
+                return
+            wait([future], timeout=PAGE_REPORT_SECONDS)
+
+
+def _result(tag, future: Future | None, pages: _PageReports | None = None) -> Parsed:
     if future is None:
         return Parsed(tag, None, None, {})
+    if pages is not None:
+        pages.wait(future)
     try:
         return Parsed(tag, *future.result())
     except ConfigError:
