@@ -380,9 +380,14 @@ def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = F
         out.print_json(json.dumps([DocumentOut.model_validate(d).model_dump() for d in documents],
                                   ensure_ascii=False))
         return
-    table = Table(title=f"{len(documents)} documents")
-    for col in ("doc_id", "collection", "type", "pages", "title", "source"):
+    n = len(documents)
+    table = Table(title=f"{n} document{'s' * (n != 1)}")
+    # ids and paths are what `pilar delete` and `--doc` take: whole, on any width
+    table.add_column("doc_id", no_wrap=True, min_width=max((len(d.doc_id) for d in documents),
+                                                            default=6))
+    for col in ("collection", "type", "pages", "title"):
         table.add_column(col)
+    table.add_column("source", overflow="fold")
     for d in documents:
         more = f" (+{len(d.sources) - 1} more)" if len(d.sources) > 1 else ""
         table.add_row(d.doc_id, escape(d.collection), d.media_type.split("/")[-1], str(d.n_pages),

@@ -38,7 +38,8 @@ def pilar(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Run:
     assert PILAR, "the pilar entry point is not installed (pip install -e .)"
     base = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
     base.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                COLUMNS="200", **(env or {}))
+                COLUMNS="200")
+    base.update(env or {})
     proc = subprocess.run([PILAR, *args], cwd=cwd, env=base, capture_output=True, text=True)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
@@ -188,6 +189,16 @@ def test_copy_at_a_new_path_is_recorded_as_another_source(store: Path, tmp_path:
     assert [d["sources"] for d in docs] == [[str(KANPUR), str(copy.resolve())]]
     again = pilar("ingest", str(copy), "--home", str(home), cwd=tmp_path)
     assert again.stderr.splitlines()[-1].startswith("0 ingested, 0 replaced, 1 unchanged, ")
+
+
+def test_docs_shows_whole_ids_and_paths_in_80_columns(store: Path, tmp_path: Path):
+    [doc] = json.loads(pilar("docs", "--json", "--home", str(store), cwd=tmp_path).stdout)
+    r = pilar("docs", "--home", str(store), cwd=tmp_path, env={"COLUMNS": "80"})
+    assert (r.code, r.stdout.splitlines()[0].strip()) == (0, "1 document")
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80
+    assert doc["doc_id"] in r.stdout
+    assert str(KANPUR) in "".join(line.split("│")[-2].strip() for line in r.stdout.splitlines()
+                                  if line.count("│") > 2)
 
 
 # -- empty and missing stores -----------------------------------------------------------------
