@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pilar.config import Settings
-from pilar.errors import ConfigError
+from pilar.errors import ConfigError, IngestError
 from pilar.ingest import new_document, read_source
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
 from pilar.model import Document, IngestResult, ParsedDocument
@@ -128,6 +128,8 @@ class IngestRun:
             t0 = time.perf_counter()
             try:
                 data = read_source(path, self.settings)
+                if not data:  # each empty file says so, not "same bytes as" the first one
+                    raise IngestError("empty file", str(path))
                 probe = new_document(data, "", "")
                 if probe.sha256 in self.in_flight:
                     self.settled[i] = (lambda i=i, sha=probe.sha256, t0=t0:

@@ -176,6 +176,22 @@ def test_folder_files_that_are_not_documents_are_counted_and_listed(tmp_path: Pa
         f"0 units, 0 assertions, 0 entity records) in {home}"]
 
 
+def test_empty_files_and_broken_links_each_get_their_own_reason(tmp_path: Path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.pdf").write_bytes(b"")
+    (folder / "b.html").write_bytes(b"")
+    (folder / "c.pdf").symlink_to(tmp_path / "gone.pdf")
+    home = tmp_path / "h"
+    r = pilar("ingest", str(folder), "--verbose", "--home", str(home), cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines()) == (1, [
+        f"skipped {folder / 'c.pdf'}: broken symbolic link",
+        f"failed {folder / 'a.pdf'}: empty file",
+        f"failed {folder / 'b.html'}: empty file",
+        f"0 ingested, 0 replaced, 0 unchanged, 0 new source, 2 failed, 1 skipped (0 pages, "
+        f"0 units, 0 assertions, 0 entity records) in {home}"])
+
+
 def test_copy_at_a_new_path_is_recorded_as_another_source(store: Path, tmp_path: Path):
     home = tmp_path / "h"
     shutil.copytree(store, home)

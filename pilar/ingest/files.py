@@ -25,8 +25,8 @@ class Selection(NamedTuple):
 
 def select_files(paths: Iterable[str | Path]) -> Selection:
     """Files named by ``paths``: files as given, folders walked recursively
-    (hidden files and :data:`NOT_DOCUMENTS` suffixes skipped, each with its
-    reason), glob patterns expanded; sorted within each argument, duplicates
+    (hidden files, :data:`NOT_DOCUMENTS` suffixes and broken symbolic links
+    skipped, each with its reason), glob patterns expanded; sorted within each argument, duplicates
     dropped. A path that matches nothing is kept so that ingestion reports
     it as missing."""
     out: list[Path] = []
@@ -34,8 +34,12 @@ def select_files(paths: Iterable[str | Path]) -> Selection:
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            for f in sorted(f for f in p.rglob("*") if f.is_file()):
-                if any(part.startswith(".") for part in f.relative_to(p).parts):
+            for f in sorted(f for f in p.rglob("*") if f.is_file() or f.is_symlink()):
+                if not f.exists():
+                    skipped.append((f, "broken symbolic link"))
+                elif not f.is_file():
+                    continue  # a link to a folder: not walked
+                elif any(part.startswith(".") for part in f.relative_to(p).parts):
                     skipped.append((f, "hidden"))
                 elif f.suffix.lower() in NOT_DOCUMENTS:
                     skipped.append((f, f"not a document ({f.suffix.lower()})"))
