@@ -40,9 +40,9 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)  # one line per message, also in logs
 
 HomeOpt = Annotated[Optional[Path], typer.Option(
-    "--home", help="store folder (default: PILAR_HOME, else ~/.local/share/pilar)")]
+    "--home", metavar="DIR", help="store folder (default: PILAR_HOME, else ~/.local/share/pilar)")]
 CollectionsOpt = Annotated[Optional[list[str]], typer.Option(
-    "--collection", help="only documents of this collection (repeat for several)")]
+    "--collection", metavar="NAME", help="only documents of this collection (repeat for several)")]
 ECHO_CHARS = 80
 """Characters of a question echoed in the search header."""
 
@@ -50,6 +50,17 @@ ECHO_CHARS = 80
 def _default(name: str):
     """The built-in default of setting ``name`` (for help texts)."""
     return Settings.model_fields[name].default
+
+
+BudgetOpt = Annotated[Optional[int], typer.Option(
+    metavar="TOKENS", help=f"packet token budget, at least {MIN_BUDGET} "
+                           f"[default: PILAR_BUDGET or {_default('budget')}]")]
+KOpt = Annotated[Optional[int], typer.Option(
+    "--k", metavar="N", help=f"pages to rank, at least 1 "
+                             f"[default: PILAR_TOP_K or {_default('top_k')}]")]
+ProfileOpt = Annotated[Optional[str], typer.Option(
+    metavar="PROFILE", help=f"{' or '.join(PROFILES)} [default: PILAR_PROFILE or "
+                            f"{_default('profile')}]")]
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -135,11 +146,11 @@ def ingest(paths: Annotated[list[str], typer.Argument(
            verbose: Annotated[bool, typer.Option(
                "--verbose", "-v", help="list each file skipped in a folder and why")] = False,
            collection: Annotated[str, typer.Option(
-               help="collection the documents belong to")] = "default",
+               metavar="NAME", help="collection the documents belong to")] = "default",
            workers: Annotated[Optional[int], typer.Option(
-               "--workers", min=0, help="parse processes (default: the CPU cores; 0 = none)")] = None,
+               "--workers", min=0, metavar="N", help="parse processes (default: the CPU cores; 0 = none)")] = None,
            ray: Annotated[Optional[str], typer.Option(
-               "--ray", help="run parse and embed on a Ray cluster: ADDRESS or auto "
+               "--ray", metavar="ADDRESS", help="run parse and embed on a Ray cluster: ADDRESS or auto "
                "(extra pilar[ray])")] = None,
            home: HomeOpt = None) -> None:
     """Ingest PDF and HTML files into the store; exit code 1 if any file failed.
@@ -216,21 +227,15 @@ def _skipped_note(skipped: list[tuple[Path, str]]) -> str:
 @command()
 def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
                                                    help="what to find evidence for")],
-           budget: Annotated[Optional[int], typer.Option(
-               help=f"packet token budget, at least {MIN_BUDGET} "
-                    f"[default: PILAR_BUDGET or {_default('budget')}]")] = None,
-           k: Annotated[Optional[int], typer.Option(
-               "--k", help=f"pages to rank, at least 1 "
-                           f"[default: PILAR_TOP_K or {_default('top_k')}]")] = None,
+           budget: BudgetOpt = None,
+           k: KOpt = None,
            as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
            explain: Annotated[bool, typer.Option(
                "--explain", help="show each page's score parts and graph path")] = False,
-           profile: Annotated[Optional[str], typer.Option(
-               help=f"{' or '.join(PROFILES)} [default: PILAR_PROFILE or "
-                    f"{_default('profile')}]")] = None,
+           profile: ProfileOpt = None,
            collection: CollectionsOpt = None,
            doc: Annotated[Optional[list[str]], typer.Option(
-               "--doc", help="only this document id (repeat for several)")] = None,
+               "--doc", metavar="DOC_ID", help="only this document id (repeat for several)")] = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet; exit code 1
     when there is no store or it holds no documents."""
@@ -294,13 +299,12 @@ def _where(c) -> str:
 
 @command()
 def ask(question: Annotated[str, typer.Argument(help="the question to answer")],
-        budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
-        k: Annotated[Optional[int], typer.Option("--k", help="pages to rank")] = None,
+        budget: BudgetOpt = None,
+        k: KOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
         stream: Annotated[bool, typer.Option(
             "--stream", help="print the answer as it is generated")] = False,
-        profile: Annotated[Optional[str], typer.Option(
-            help="single-shot (default) or multi-hop")] = None,
+        profile: ProfileOpt = None,
         home: HomeOpt = None) -> None:
     """Answer QUESTION from the evidence packet, citing its items as [n]
     (needs PILAR_LLM_BASE_URL: an OpenAI-compatible model server)."""
@@ -430,9 +434,10 @@ def _param(text: str) -> tuple[str, object]:
 @command()
 def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-only Cypher query")],
            param: Annotated[Optional[list[str]], typer.Option(
-               "--param", "-p", help="KEY=VALUE (VALUE read as JSON when it parses)")] = None,
-           timeout: Annotated[float, typer.Option(help="seconds before the server aborts")] = 30.0,
-           limit: Annotated[int, typer.Option(help="row cap")] = 1000,
+               "--param", "-p", metavar="KEY=VALUE", help="KEY=VALUE (VALUE read as JSON when it parses)")] = None,
+           timeout: Annotated[float, typer.Option(
+               metavar="SECONDS", help="seconds before the server aborts")] = 30.0,
+           limit: Annotated[int, typer.Option(metavar="ROWS", help="row cap")] = 1000,
            home: HomeOpt = None) -> None:
     """Run a READ-ONLY Cypher query on the Neo4j graph and print JSON rows."""
     from pilar.graph.explore import CypherError
@@ -454,15 +459,16 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
 def eval_(questions: Annotated[Path, typer.Argument(
               help="questions TSV: qid, question, answers ' | '-joined, optional gold "
                    "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],
-          budget: Annotated[Optional[int], typer.Option(help="packet token budget")] = None,
+          budget: BudgetOpt = None,
           k: Annotated[Optional[int], typer.Option(
-              "--k", help="pages packed and checked for support-chain coverage")] = None,
-          profile: Annotated[Optional[str], typer.Option(
-              help="single-shot (default) or multi-hop")] = None,
+              "--k", metavar="N", help="pages packed and checked for support-chain coverage, "
+              f"at least 1 [default: PILAR_TOP_K or {_default('top_k')}]")
+              ] = None,
+          profile: ProfileOpt = None,
           limit: Annotated[Optional[int], typer.Option(
-              help=f"fixed-seed sample of N questions (default {EVAL_LIMIT}; 0 = all)")] = None,
+              metavar="N", help=f"fixed-seed sample of N questions (default {EVAL_LIMIT}; 0 = all)")] = None,
           json_out: Annotated[Optional[Path], typer.Option(
-              "--json", help="write the report (figures and per-question rows) as JSON")] = None,
+              "--json", metavar="FILE", help="write the report (figures and per-question rows) as JSON")] = None,
           reader: Annotated[bool, typer.Option(
               "--reader", help="also answer each question (needs PILAR_LLM_BASE_URL; slow) "
                                "and report EM, ANLS and citation support")] = False,
@@ -529,10 +535,12 @@ def _check_writable(path: Path, option: str) -> None:
 
 
 @app.command()
-def serve(host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-          port: Annotated[int, typer.Option(min=0, max=65535,
+def serve(host: Annotated[str, typer.Option(
+              metavar="HOST", help="interface to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(min=0, max=65535, metavar="PORT",
                                             help="TCP port (0 = any free port)")] = 8000,
-          workers: Annotated[int, typer.Option(min=1, help="server processes")] = 1,
+          workers: Annotated[int, typer.Option(
+              min=1, metavar="N", help="server processes")] = 1,
           home: HomeOpt = None) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
     import uvicorn

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import click
 import pytest
 import typer
 
@@ -30,6 +31,21 @@ def test_options_and_arguments_have_help(name, command):
 @pytest.mark.parametrize("name", [n for n, _ in COMMANDS])
 def test_commands_are_in_the_readme(name):
     assert re.search(rf"\bpilar {name}\b", README), f"pilar {name} is not in README.md"
+
+
+@pytest.mark.parametrize("name, command", COMMANDS, ids=[n for n, _ in COMMANDS])
+def test_options_taking_a_value_name_it(name, command):
+    """``--budget TOKENS``, not a Python type (``<int>``, ``<list[str]>``)."""
+    unnamed = [p.name for p in command.params if isinstance(p, click.Option)
+               and not p.is_flag and not (p.metavar and p.metavar.isupper())]
+    assert not unnamed, f"pilar {name}: no metavar for {', '.join(unnamed)}"
+
+
+@pytest.mark.parametrize("name", ["search", "ask", "eval"])
+def test_budget_and_k_help_give_defaults_and_limits(name):
+    params = {p.name: p for p in CLI.commands[name].params}
+    assert "at least 32 [default: PILAR_BUDGET or 4500]" in params["budget"].help
+    assert "at least 1 [default: PILAR_TOP_K or 10]" in params["k"].help
 
 
 def test_main_options_have_help():
