@@ -298,7 +298,8 @@ def _where(c) -> str:
 
 
 @command()
-def ask(question: Annotated[str, typer.Argument(help="the question to answer")],
+def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
+                                                help="the question to answer")],
         budget: BudgetOpt = None,
         k: KOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -457,7 +458,7 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
 
 @command("eval")
 def eval_(questions: Annotated[Path, typer.Argument(
-              help="questions TSV: qid, question, answers ' | '-joined, optional gold "
+              metavar="QUESTIONS", help="questions TSV: qid, question, answers ' | '-joined, optional gold "
                    "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],
           budget: BudgetOpt = None,
           k: Annotated[Optional[int], typer.Option(

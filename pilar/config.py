@@ -237,6 +237,12 @@ class Settings(BaseSettings):
             raise PydanticCustomError("model", "no such model folder")
         return name
 
+    @field_validator("home", mode="before")
+    @classmethod
+    def _empty_home_is_unset(cls, home):
+        # PILAR_HOME= (empty) means the default, as XDG_DATA_HOME= does, not the working folder
+        return default_home() if isinstance(home, str) and not home.strip() else home
+
     @field_validator("home")
     @classmethod
     def _home_is_a_folder(cls, home: Path) -> Path:

@@ -76,6 +76,13 @@ def test_home_below_a_file_is_one_setting_error(tmp_path: Path):
             (2, [f"error: PILAR_HOME='{home}': {tmp_path / 'file'} is a file, not a folder"])
 
 
+def test_empty_home_setting_is_the_default_home(tmp_path: Path):
+    r = pilar("docs", cwd=tmp_path, env={"PILAR_HOME": "", "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    assert (r.code, r.stderr.splitlines()) == \
+        (1, [f"error: no store at {tmp_path / 'xdg' / 'pilar'} (PILAR_HOME or --home): "
+             "add documents with `pilar ingest PATH`"])
+
+
 def test_unloadable_embedding_model_is_one_setting_error(store: Path, tmp_path: Path):
     empty = tmp_path / "empty-model"           # a folder, but no model in it
     empty.mkdir()
