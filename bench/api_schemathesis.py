@@ -14,7 +14,9 @@ Bounded by ``--max-examples`` per operation. On the embedded store
 design, so it is left out unless ``--neo4j-uri`` (or NEO4J_URI) puts the
 graph on Neo4j; likewise ``POST /v1/answer`` and ``POST /v1/eval`` (with
 ``reader``) answer their documented 503 without a reader, so they are left
-out unless ``PILAR_LLM_BASE_URL`` (or ``PILAR_READER_BASE_URL``) names one.
+out unless ``PILAR_LLM_BASE_URL`` (or ``PILAR_READER_BASE_URL``) names one. With a
+reader, the server makes one attempt per answer with ``PILAR_READER_TIMEOUT``
+(default here 300 s) and the client waits 60 s longer.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -54,10 +57,16 @@ def main() -> None:
     p.ingest([corpus / "204-541.html", corpus / "204-268.html", ROOT / "tests" / "fixtures" /
               "pdf" / "204-268.pdf"])
     del p
+    reader = bool(os.environ.get("PILAR_LLM_BASE_URL") or os.environ.get("PILAR_READER_BASE_URL"))
+    # A reader's answer to the longest question at the largest budget can take minutes on a
+    # small CPU: one attempt with its own timeout, and the client waits longer than that, so
+    # a slow answer is waited for instead of counted as a network error.
+    reader_timeout = float(os.environ.get("PILAR_READER_TIMEOUT", "300"))
+    slow = {"PILAR_READER_TIMEOUT": str(reader_timeout), "PILAR_LLM_MAX_RETRIES": "0"} if reader else {}
     server = ApiServer(tmp / "home", {"PILAR_API_KEYS": KEY, "PILAR_INGEST_ROOTS": str(corpus),
-                                      **graph}).start()
+                                      **graph, **slow}).start()
     skip = [] if args.neo4j_uri else ["--exclude-path", "/v1/cypher"]
-    if not (os.environ.get("PILAR_LLM_BASE_URL") or os.environ.get("PILAR_READER_BASE_URL")):
+    if not reader:
         skip += ["--exclude-path", "/v1/answer", "--exclude-path", "/v1/eval"]
     junit = tmp / "junit.xml"
     try:
@@ -66,7 +75,7 @@ def main() -> None:
              "--checks", CHECKS, "--max-examples", str(args.max_examples),
              "--phases", "examples,coverage,fuzzing", "-H", f"X-API-Key: {KEY}",
              "--seed", "7", "--report", "junit", "--report-junit-path", str(junit),
-             "--request-timeout", "120", *skip],
+             "--request-timeout", str(int(reader_timeout) + 60 if reader else 120), *skip],
             capture_output=True, text=True, cwd=tmp)
     finally:
         server.stop()
@@ -77,8 +86,10 @@ def main() -> None:
         ops += 1
         for bad in list(case.iter("failure")) + list(case.iter("error")):
             failures.append(f"{case.get('name')}: {(bad.get('message') or '')[:200]}")
+    counted = re.search(r"(\d+) generated, (\d+) passed", run.stdout)
     log = server.log.read_text(errors="replace")
-    result = {"graph": "neo4j" if args.neo4j_uri else "sqlite", "operations": ops, "failed_operations": len(failures), "failures": failures,
+    result = {"graph": "neo4j" if args.neo4j_uri else "sqlite", "operations": ops,
+              "cases": int(counted.group(1)) if counted else None, "failed_operations": len(failures), "failures": failures,
               "exit_code": run.returncode, "server_tracebacks": log.count("Traceback")}
     print(json.dumps(result, indent=2))
     if args.json:
