@@ -238,13 +238,20 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
                "--doc", metavar="DOC_ID", help="only this document id (repeat for several)")] = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet; exit code 1
-    when there is no store or it holds no documents."""
+    when there is no store, it holds no documents, or none in the
+    collections or with the ids given."""
     from pilar.errors import EmptyStoreError
 
     if profile is not None and profile not in PROFILES:
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
     try:
         p = _open(home, create=False)
+        missing = _empty_scope(p, collection, doc)
+        if missing:
+            if as_json:
+                out.print_json(json.dumps({"question": question, "pages": [], "packet": None,
+                                           "error": missing}, ensure_ascii=False))
+            fail(missing, 1)
         try:
             result = p.search(question, budget=budget, k=k, profile=profile,
                               collections=collection or None, doc_ids=doc or None)
@@ -273,6 +280,26 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
     out.rule(f"packet: {pk.tokens}/{pk.budget} tokens"
              f"{' (estimate, ' + pk.tokenizer + ')' if pk.estimate else ''}")
     out.print(escape(pk.text), highlight=False)
+
+
+def _empty_scope(p, collections: list[str] | None, doc_ids: list[str] | None) -> str | None:
+    """Why a search limited to ``collections`` / ``doc_ids`` cannot find
+    anything (no stored document is in them), or None; read before any
+    model loads, so a mistyped name is told at once instead of an empty table."""
+    if not collections and not doc_ids:
+        return None
+    if collections:
+        found = {d.collection for d in p.docs(collections=collections)}
+        if absent := [c for c in collections if c not in found]:
+            return (f"no documents in collection{'s' * (len(absent) > 1)} "
+                    f"{', '.join(map(repr, absent))}: `pilar docs` lists them")
+    if doc_ids:
+        found = {d.doc_id for d in p.docs(collections=collections or None)}
+        if absent := [d for d in doc_ids if d not in found]:
+            where = " in the collections given" if collections else ""
+            return (f"no document with id{'s' * (len(absent) > 1)} "
+                    f"{', '.join(map(repr, absent))}{where}: `pilar docs` lists them")
+    return None
 
 
 FLAG_NOTES = {

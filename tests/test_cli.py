@@ -236,6 +236,24 @@ def test_search_on_an_empty_store_answers_at_once_and_fails(tmp_path: Path):
                                     "error": message.removeprefix("error: ")}
 
 
+def test_search_in_a_scope_without_documents_says_so_before_loading_a_model(store: Path,
+                                                                           tmp_path: Path):
+    # a folder that holds no model proves none is loaded: loading it is a setting error (exit 2)
+    env = {"PILAR_EMBEDDING_MODEL": str(tmp_path)}
+    r = pilar("search", "kanpur", "--collection", "nope", "--home", str(store), cwd=store, env=env)
+    assert (r.code, r.stderr.splitlines()) == \
+        (1, ["error: no documents in collection 'nope': `pilar docs` lists them"])
+    r = pilar("search", "kanpur", "--doc", "abc", "--doc", "def", "--json", "--home", str(store),
+              cwd=store, env=env)
+    message = "no document with ids 'abc', 'def': `pilar docs` lists them"
+    assert (r.code, r.first) == (1, f"error: {message}")
+    assert json.loads(r.stdout)["error"] == message
+    doc_id = json.loads(pilar("docs", "--json", "--home", str(store), cwd=store).stdout)[0]["doc_id"]
+    r = pilar("search", "kanpur", "--doc", doc_id, "--collection", "default", "--home", str(store),
+              cwd=store)
+    assert r.code == 0 and "204-541" in r.stdout, r.stderr
+
+
 @pytest.mark.parametrize("command", [["docs"], ["stats"], ["search", "kanpur"],
                                      ["delete", "abc"], ["ask", "kanpur"],
                                      ["eval", "questions.tsv"], ["cypher", "RETURN 1"]],
