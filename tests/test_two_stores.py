@@ -223,7 +223,15 @@ def test_cli_on_elasticsearch_lists_and_searches_by_collection(es_index, tmp_pat
     assert ingested.exit_code == 0, ingested.output
     listed = runner.invoke(app, ["docs", "--json", "--collection", "cities", *home], env=env)
     assert [d["collection"] for d in json.loads(listed.output)] == ["cities"]
+    other = runner.invoke(app, ["ingest", str(OTHER), *home], env=env)  # collection default
+    assert other.exit_code == 0, other.output
     found = runner.invoke(app, ["search", "tallest building kanpur", "--json", "--collection",
                                 "default", *home], env=env)
-    assert json.loads(found.output)["pages"] == []
-    assert es_index.count() == 1
+    assert found.exit_code == 0, found.output
+    pages = json.loads(found.stdout)["pages"]
+    assert pages and not any(KANPUR.name in json.dumps(pg) for pg in pages)
+    nowhere = runner.invoke(app, ["search", "kanpur", "--json", "--collection", "nope", *home],
+                            env=env)
+    assert nowhere.exit_code == 1
+    assert json.loads(nowhere.stdout)["error"].startswith("no documents in collection 'nope'")
+    assert es_index.count() == 2
