@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,11 +27,6 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings
-from pilar.errors import PilarError
-from pilar.eval.run import markdown_table, report_json
-
-EVAL_LIMIT = 300
-"""Questions `pilar eval` samples by default (fixed seed; --limit 0 for all)."""
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
                   no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -483,145 +477,8 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
                   f"use --limit or LIMIT to see more[/]")
 
 
-@command("eval")
-def eval_(questions: Annotated[Path, typer.Argument(
-              metavar="QUESTIONS", help="questions TSV: qid, question, answers ' | '-joined, optional gold "
-                   "page_id/doc_ids, hops, lookup (as ../shared/data/wtq/dev/questions.tsv)")],
-          budget: BudgetOpt = None,
-          k: Annotated[Optional[int], typer.Option(
-              "--k", metavar="N", help="pages packed and checked for support-chain coverage, "
-              f"at least 1 [default: PILAR_TOP_K or {_default('top_k')}]")
-              ] = None,
-          profile: ProfileOpt = None,
-          limit: Annotated[Optional[int], typer.Option(
-              metavar="N", help=f"fixed-seed sample of N questions (default {EVAL_LIMIT}; 0 = all)")] = None,
-          json_out: Annotated[Optional[Path], typer.Option(
-              "--json", metavar="FILE", help="write the report (figures and per-question rows) as JSON")] = None,
-          reader: Annotated[bool, typer.Option(
-              "--reader", help="also answer each question (needs PILAR_LLM_BASE_URL; slow) "
-                               "and report EM, ANLS and citation support")] = False,
-          home: HomeOpt = None) -> None:
-    """Evaluate search on QUESTIONS over the current store: recall@k, MRR,
-    support-chain coverage and evidence delivery (with --reader also EM,
-    ANLS and citation support of the answers), as a Markdown table."""
-    from pilar.config import PROFILES
-    from pilar.errors import PilarError
-
-    if profile is not None and profile not in PROFILES:
-        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
-    if limit is not None and limit < 0:
-        raise typer.BadParameter("must be 0 (all) or more", param_hint="--limit")
-    if json_out is not None:
-        _check_writable(json_out, "--json")
-    p = _pilar(home, create=False)
-    if not p.docs():
-        from pilar.pipeline import EMPTY_STORE
-
-        fail(EMPTY_STORE)
-    with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err,
-                  disable=not err.is_terminal) as bar:  # logs get the lines, no bar
-        task = bar.add_task("", total=None)
-        try:
-            report = p.evaluate(questions, budget=budget, k=k, profile=profile,
-                                limit=EVAL_LIMIT if limit is None else (limit or None),
-                                reader=reader,
-                                progress=lambda done, total: bar.update(task, completed=done,
-                                                                        total=total))
-        except (PilarError, ValueError, TypeError) as exc:
-            bar.stop()
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
-    for note in report.notes:
-        err.print(f"[yellow]note[/] {escape(note)}")
-    out.print(f"{report.method} on {escape(report.questions)}: {report.counts['all']} questions, "
-              f"budget {report.budget} tokens, k {report.k}, profile {report.profile}, "
-              f"{report.seconds:.0f} s\n", highlight=False)
-    out.print(markdown_table(report), highlight=False, markup=False)
-    if json_out:
-        try:
-            json_out.write_text(report_json(report, indent=1), encoding="utf-8")
-        except OSError as exc:
-            fail(f"--json {json_out}: cannot write the report: {exc.strerror or exc}")
-        err.print(f"wrote {escape(str(json_out))}")
-
-
-def _check_writable(path: Path, option: str) -> None:
-    """End the command (exit code 2) unless a file can be written at
-    ``path`` (its folder is created if missing), before any work is done."""
-    if path.is_dir():
-        fail(f"{option} {path}: is a folder, not a file", 2)
-    above = next((p for p in path.parents if p.exists()), None)
-    if above is not None and not above.is_dir():
-        fail(f"{option} {path}: {above} is a file, not a folder", 2)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"{option} {path}: cannot create its folder: {exc.strerror or exc}", 2)
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        fail(f"{option} {path}: not writable", 2)
-
-
-@app.command()
-def serve(host: Annotated[str, typer.Option(
-              metavar="HOST", help="interface to listen on")] = "127.0.0.1",
-          port: Annotated[int, typer.Option(min=0, max=65535, metavar="PORT",
-                                            help="TCP port (0 = any free port)")] = 8000,
-          workers: Annotated[int, typer.Option(
-              min=1, metavar="N", help="server processes")] = 1,
-          home: HomeOpt = None) -> None:
-    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
-    import uvicorn
-
-    from pilar.api.app import server_logging
-
-    if home is not None:
-        os.environ["PILAR_HOME"] = str(home)
-    _check_listen(host, port)
-    server_logging()
-    if workers == 1:
-        from pilar.api import create_app
-
-        p = _pilar(None)
-        try:
-            application = create_app(p)
-        except PilarError as exc:
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
-        uvicorn.run(application, host=host, port=port, log_level="info")
-    else:  # each process builds its own app from the environment
-        uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
-                    workers=workers, log_level="info")
-
-
-def _check_listen(host: str, port: int) -> None:
-    """End the command unless ``host:port`` can be listened on: an unknown
-    host exits 2, a port in use (or not ours to take) 1; before the app and
-    its model load, and in place of uvicorn's exit code 3."""
-    import socket
-
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    except socket.gaierror as exc:
-        fail(f"--host {host}: {exc.strerror}", 2)
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-
-
-@app.command()
-def mcp(home: HomeOpt = None) -> None:
-    """Serve the MCP tools (search, answer, get_page, cypher) over stdio, for agent clients."""
-    from pilar.api.app import server_logging
-    from pilar.api.auth import Keyring
-    from pilar.api.mcp_server import build_mcp
-
-    server_logging()
-    build_mcp(_pilar(home), Keyring([])).run("stdio")
+# the commands of the other faces register themselves on ``app``
+from pilar import cli_eval, cli_serve  # noqa: E402,F401
 
 
 def main() -> None:

@@ -1,0 +1,75 @@
+"""``pilar serve`` (the REST API and MCP endpoint over uvicorn) and ``pilar
+mcp`` (the MCP tools over stdio)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from pilar.cli import HomeOpt, _pilar, app, err, fail
+from pilar.errors import PilarError
+
+
+@app.command()
+def serve(host: Annotated[str, typer.Option(
+              metavar="HOST", help="interface to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(min=0, max=65535, metavar="PORT",
+                                            help="TCP port (0 = any free port)")] = 8000,
+          workers: Annotated[int, typer.Option(
+              min=1, metavar="N", help="server processes")] = 1,
+          home: HomeOpt = None) -> None:
+    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
+    import uvicorn
+
+    from pilar.api.app import server_logging
+
+    if home is not None:
+        os.environ["PILAR_HOME"] = str(home)
+    _check_listen(host, port)
+    server_logging()
+    if workers == 1:
+        from pilar.api import create_app
+
+        p = _pilar(None)
+        try:
+            application = create_app(p)
+        except PilarError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        uvicorn.run(application, host=host, port=port, log_level="info")
+    else:  # each process builds its own app from the environment
+        uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_level="info")
+
+
+def _check_listen(host: str, port: int) -> None:
+    """End the command unless ``host:port`` can be listened on: an unknown
+    host exits 2, a port in use (or not ours to take) 1; before the app and
+    its model load, and in place of uvicorn's exit code 3."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        fail(f"--host {host}: {exc.strerror}", 2)
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+@app.command()
+def mcp(home: HomeOpt = None) -> None:
+    """Serve the MCP tools (search, answer, get_page, cypher) over stdio, for agent clients."""
+    from pilar.api.app import server_logging
+    from pilar.api.auth import Keyring
+    from pilar.api.mcp_server import build_mcp
+
+    server_logging()
+    build_mcp(_pilar(home), Keyring([])).run("stdio")
