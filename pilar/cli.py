@@ -242,16 +242,13 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
         p = _open(home, create=False)
         missing = _empty_scope(p, collection, doc)
         if missing:
-            if as_json:
-                out.print_json(json.dumps({"question": question, "pages": [], "packet": None,
-                                           "error": missing}, ensure_ascii=False))
-            fail(missing, 1)
+            raise EmptyStoreError(missing)
         try:
             result = p.search(question, budget=budget, k=k, profile=profile,
                               collections=collection or None, doc_ids=doc or None)
         except (ValueError, TypeError) as exc:
             fail(str(exc), 2)
-    except EmptyStoreError as exc:
+    except EmptyStoreError as exc:  # the store, or the scope asked for, holds nothing
         if as_json:
             out.print_json(json.dumps({"question": question, "pages": [], "packet": None,
                                        "error": str(exc)}, ensure_ascii=False))
@@ -282,13 +279,14 @@ def _empty_scope(p, collections: list[str] | None, doc_ids: list[str] | None) ->
     model loads, so a mistyped name is told at once instead of an empty table."""
     if not collections and not doc_ids:
         return None
+    stored = p.docs(collections=collections or None)
     if collections:
-        found = {d.collection for d in p.docs(collections=collections)}
+        found = {d.collection for d in stored}
         if absent := [c for c in collections if c not in found]:
             return (f"no documents in collection{'s' * (len(absent) > 1)} "
                     f"{', '.join(map(repr, absent))}: `pilar docs` lists them")
     if doc_ids:
-        found = {d.doc_id for d in p.docs(collections=collections or None)}
+        found = {d.doc_id for d in stored}
         if absent := [d for d in doc_ids if d not in found]:
             where = " in the collections given" if collections else ""
             return (f"no document with id{'s' * (len(absent) > 1)} "

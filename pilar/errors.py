@@ -74,5 +74,6 @@ class QuestionsError(PilarError):
 
 
 class EmptyStoreError(StoreError):
-    """There is nothing to read: no store at the configured home, or a store
-    without documents. ``str(err)`` says which and how to add documents."""
+    """There is nothing to read: no store at the configured home, a store
+    without documents, or none in the collections / ids a search is limited
+    to. ``str(err)`` says which and how to add or list documents."""

@@ -55,6 +55,7 @@ def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
 EMPTY_STORE = "the store holds no documents: add some with `pilar ingest PATH`"
 """What a query on a store without documents says (EmptyStoreError, the CLI)."""
 
+
 class Pilar:
     """pilar's Python API.
 

@@ -26,8 +26,8 @@ class Selection(NamedTuple):
 def select_files(paths: Iterable[str | Path]) -> Selection:
     """Files named by ``paths``: files as given, folders walked recursively
     (hidden files, :data:`NOT_DOCUMENTS` suffixes and broken symbolic links
-    skipped, each with its reason), glob patterns expanded; sorted within each argument, duplicates
-    dropped. A path that matches nothing is kept so that ingestion reports
+    skipped, each with its reason), glob patterns expanded; sorted within
+    each argument, duplicates dropped. A path that matches nothing is kept so that ingestion reports
     it as missing."""
     out: list[Path] = []
     skipped: list[tuple[Path, str]] = []
