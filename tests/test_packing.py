@@ -14,7 +14,7 @@ from pilar.config import Settings
 from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
-from pilar.packing.selection import ScoredUnit, UnitSelector, bm25_scores
+from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
 from pilar.retrieval.embeddings import GROUP_WORDS, group_leaders, group_text, unit_groups
 from tests.conftest import FIXTURES
 
@@ -309,10 +309,40 @@ def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):
     lexical = {s.unit.unit_id: s.lexical for s in scored}
     span = max(lexical.values()) - min(lexical.values())
     assert sum(s.unit in run for s in scored) > 1
-    for s in scored:
+    for s in scored:  # (its units are no table rows: no key cell bonus)
         if s.unit in run:
             lex = (s.lexical - min(lexical.values())) / span
             assert s.score == pytest.approx(0.4 * lex + 0.6 * cosine, abs=1e-5)
+
+
+def _mountain(i: int, name: str, feet: str, parent: str) -> Unit:
+    cells = (str(i), name, feet, parent)
+    headers = ("Rank", "Mountain", "Height (ft)", "Parent mountain")
+    text = " | ".join(cells)
+    return Unit(f"m{i}", "doc", 1, "row", text,
+                "Highest mountains > List | " + " | ".join(f"{h}: {c}" for h, c in zip(headers, cells)),
+                f"s{i}", ("Highest mountains", "List"), 0, i, headers, cells)
+
+
+def test_a_row_whose_key_cell_the_question_names_joins_the_prefilter_and_leads(store: Pilar):
+    # K2 is the key (Mountain) of one row and the parent of the others: the
+    # question is about the row whose subject it is (PILAR §3.2)
+    rows = [_mountain(i, name, feet, parent) for i, (name, feet, parent) in enumerate([
+        ("Everest", "29,029", "-"), ("K2", "28,251", "Everest"),
+        ("Kangchenjunga", "28,169", "Everest"), ("Lhotse", "27,940", "Everest"),
+        ("Makalu", "27,838", "Everest"), ("Cho Oyu", "26,864", "Everest"),
+        ("Skyang Kangri", "24,754", "K2"), ("Skil Brum", "24,311", "K2")], start=1)]
+    note = Unit("n", "doc", 1, "paragraph", "Heights are in feet above sea level.",
+                "Highest mountains > Heights are in feet above sea level.", "sn",
+                ("Highest mountains",))
+    q = "how many feet above sea level is k2?"
+    chosen = UnitSelector(store.embedder, lambda ids: {}, cues=False).select(
+        q, [(0, u) for u in [note, *rows]])
+    assert [s.unit.unit_id for s in chosen if s.unit.kind == "row"][0] == "m2"
+    # BM25 keeps one unit (the note): the named row joins it, no other row does
+    chosen = UnitSelector(store.embedder, lambda ids: {}, prefilter=1, cues=False).select(
+        q, [(0, u) for u in [note, *rows]])
+    assert {s.unit.unit_id for s in chosen} == {"n", "m2"}
 
 
 @pytest.mark.parametrize("stem, question, answer", [

@@ -38,6 +38,7 @@ fills ``subject_entity``/``object_entity`` once the resolver has clustered.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pilar.ingest.entities import EntityResolver
@@ -46,7 +47,7 @@ from pilar.ingest.predicates import PredicateInventory, predicate_key
 from pilar.ingest.units import row_spans
 from pilar.model import Assertion, Modality, Support, TableGrid
 
-__all__ = ["AssertionBuilder", "key_column", "table_assertions", "text_assertions",
+__all__ = ["AssertionBuilder", "key_column", "key_of_columns", "table_assertions", "text_assertions",
            "object_mention", "sentence_bounds", "split_sentences", "header_path",
            "generic_title"]
 
@@ -149,19 +150,30 @@ def _texty(text: str) -> bool:
 
 def key_column(grid: TableGrid) -> int:
     """The column holding each body row's key (0-based): column 0 when most
-    body rows start with a header cell; else the leftmost of the first four
-    columns whose filled values (>= 60% of rows) are mostly text (>= 60%)
-    and distinct (>= 80%); else the leftmost mostly-text column; else 0."""
+    body rows start with a header cell; else :func:`key_of_columns` over the
+    body cells (a cell spanning columns counts in its first); else 0."""
     body = [r for r, k in enumerate(grid.row_kinds) if k == "body"]
     if not body or grid.n_cols <= 1:
         return 0
     if sum(1 for r in body if grid.cells[r][0].is_header) * 2 > len(body):
         return 0
+    columns = [[grid.cells[r][c].text if grid.cells[r][c].origin[1] == c else "" for r in body]
+               for c in range(min(grid.n_cols, 4))]
+    found = key_of_columns(columns)
+    return 0 if found is None else found
+
+
+def key_of_columns(columns: Sequence[Sequence[str]]) -> int | None:
+    """Of ``columns`` (each one text per body row, "" for an empty cell), the
+    leftmost of the first four whose filled values (>= 60% of rows) are mostly
+    text (>= 60%, median at most 60 characters) and distinct (>= 80%); else
+    the leftmost mostly-text one; None when no column qualifies. Used by
+    table assertions (:func:`key_column`) and by unit selection, which reads
+    the same key cells from row units (Tessera §3.4)."""
     fallback = None
-    for c in range(min(grid.n_cols, 4)):
-        values = [grid.cells[r][c].text for r in body
-                  if grid.cells[r][c].text and grid.cells[r][c].origin[1] == c]
-        if len(values) < 0.6 * len(body):
+    for c, column in enumerate(columns[:4]):
+        values = [v for v in column if v]
+        if not values or len(values) < 0.6 * len(column):
             continue
         text_share = sum(1 for v in values if _texty(v)) / len(values)
         if text_share < 0.6 or sorted(len(v) for v in values)[len(values) // 2] > 60:
@@ -170,7 +182,7 @@ def key_column(grid: TableGrid) -> int:
             return c
         if fallback is None:
             fallback = c
-    return fallback if fallback is not None else 0
+    return fallback
 
 
 def _one_line(text: str) -> str:

@@ -5,22 +5,38 @@ configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
 vectors computed at ingest: a unit's own, or that of the run of units of
 its context it was embedded with, :func:`pilar.retrieval.embeddings.unit_groups`)
 mixed with the prefilter's BM25 as in PILAR's hybrid page score (0.4 BM25
-min-max + 0.6 dense)."""
+min-max + 0.6 dense). A table row whose key cell (the cell its assertions
+take as their subject, :func:`pilar.ingest.assertions.key_of_columns`) holds
+a rare question word is named by the question: it joins the prefilter and
+gains up to :data:`KEY_WEIGHT` (the row's entity is what is asked about,
+PILAR §3.2; "how many feet above sea level is K2?" names the K2 row, not the
+rows whose *parent* is K2)."""
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units
 from pilar.packing.terms import term_counts, tokens
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
+
+KEY_WEIGHT = 0.1
+"""Score a row gains when its key cell holds the question's rarest word
+(less for a commoner one: the word's IDF over the anchor units, divided by
+the largest IDF of a question word)."""
+KEY_ROWS = 20
+"""Rows named by their key cell that join the lexical prefilter (best first)."""
+KEY_TABLES = 4096
+"""Tables whose key column a selector remembers (tables are content-addressed)."""
 
 CUE_TOKENS = 256
 """Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
@@ -72,6 +88,7 @@ class UnitSelector:
         self.prefilter = prefilter
         self.page_weight = page_weight
         self.cues = cues
+        self._key_columns: OrderedDict[tuple, int | None] = OrderedDict()
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
@@ -86,12 +103,16 @@ class UnitSelector:
         if not units:
             return []
         q = tokens(question)
-        lexical = bm25_scores(q, [u.completed_text for _, u in units])
+        texts = [u.completed_text for _, u in units]
+        lexical = bm25_scores(q, texts)
+        named = self._key_scores(q, [u for _, u in units], texts)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
+        extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
+        order = list(dict.fromkeys([*order.tolist(), *extra]))
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
         rerank = self._rerank(question, [u for _, u, _ in picked],
                               np.array([lex for _, _, lex in picked]),
-                              [u for _, u in units])
+                              [u for _, u in units]) + KEY_WEIGHT * named[order]
         prior = [0.0] * len(picked)
         if page_scores and self.page_weight:
             top = max(page_scores)
@@ -101,6 +122,58 @@ class UnitSelector:
         scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
         limit = MAX_CUE_UNITS if budget is None else budget // CUE_TOKENS
         return self._with_cues(question, units, lexical, scored, limit)
+
+    def _key_scores(self, q: Sequence[str], units: list[Unit], texts: list[str]) -> np.ndarray:
+        """Per unit of ``units`` (``texts``: their completed texts), how rare
+        the rarest question word in its key cell is: that word's IDF over
+        ``texts`` divided by the largest IDF of any word of ``q``; 0 for a
+        unit that is not a table row or whose key cell holds none. Shape
+        ``(len(units),)``."""
+        out = np.zeros(len(units))
+        words = set(q)
+        if not words:
+            return out
+        df = dict.fromkeys(words, 0)
+        for text in texts:
+            counts = term_counts(text)[0]
+            for t in words:
+                if t in counts:
+                    df[t] += 1
+        n = len(texts)
+        idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
+        if not idf:
+            return out
+        top = max(idf.values())
+        keys = self._key_cells(units)
+        for i, u in enumerate(units):
+            cell = keys.get(u.unit_id)
+            if cell:
+                hit = [idf[t] for t in set(tokens(cell)) if t in idf]
+                if hit:
+                    out[i] = max(hit) / top
+        return out
+
+    def _key_cells(self, units: list[Unit]) -> dict[str, str]:
+        """``{unit_id: key cell}`` of the body rows among ``units``, the key
+        column of each table found once (from its rows here) and remembered
+        for :data:`KEY_TABLES` tables."""
+        tables: dict[tuple, list[Unit]] = {}
+        for u in units:
+            if u.kind == "row" and u.table_index is not None and len(u.cells) > 1:
+                tables.setdefault((u.doc_id, u.page, u.table_index), []).append(u)
+        out = {}
+        for key, rows in tables.items():
+            col = self._key_columns.get(key, -1)
+            if col == -1:
+                width = min(4, max(len(u.cells) for u in rows))
+                col = key_of_columns([[u.cells[c] if c < len(u.cells) else "" for u in rows]
+                                      for c in range(width)])
+                self._key_columns[key] = col
+                if len(self._key_columns) > KEY_TABLES:
+                    self._key_columns.popitem(last=False)
+            if col is not None:
+                out.update({u.unit_id: u.cells[col] for u in rows if col < len(u.cells)})
+        return out
 
     def _with_cues(self, question: str, units: list[tuple[int, Unit]], lexical: np.ndarray,
                    scored: list[ScoredUnit], limit: int) -> list[ScoredUnit]:
