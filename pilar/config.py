@@ -99,12 +99,12 @@ class Settings(BaseSettings):
     base_share: float = Field(0.7, ge=0, le=1, description="budget share of base pages")
     max_expanded_pages: int = Field(2, ge=0)
     prefilter: int = Field(100, ge=1, description="units kept by the lexical prefilter (Tessera §3.4)")
-    item_tokens: int = Field(1024, ge=1, description="token cap of one page excerpt")
+    item_tokens: int = Field(512, ge=1, description="token cap of one page excerpt")
     block_tokens: int = Field(2048, ge=0, description="tokens of the lowest-ranked items the unit "
                               "block replaces (at least one item)")
     unit_page_weight: float = Field(0.5, ge=0, description="weight of the anchor page's score "
                                     "(minus the best page's) in a unit's score")
-    whole_table_share: float = Field(0.7, ge=0, le=1, description="the best row's table comes whole when "
+    whole_table_share: float = Field(0.5, ge=0, le=1, description="the best row's table comes whole when "
                                      "it costs at most this share of the unit block")
     neighbour_rows: int = Field(1, ge=0, description="rows above and below a selected row offered "
                                 "to the unit block")

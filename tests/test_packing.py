@@ -65,14 +65,14 @@ def test_unit_block_replaces_the_lowest_ranked_item_at_equal_cost(store: Pilar):
     assert "## Evidence units" in with_units.packet.text
     assert "## Evidence units" not in pages_only.text
     headers = lambda t: [line for line in t.splitlines() if line.startswith("## ") and "page" in line]
-    # three page items at 3,072 tokens; the unit block replaces the lowest-ranked
-    # items worth block_tokens: two by default (2,048), one when set to 1,024
-    assert len(headers(pages_only.text)) == 3
-    assert headers(with_units.packet.text) == headers(pages_only.text)[:1]
+    # six page items of 512 tokens at 3,072; the unit block replaces the lowest-
+    # ranked items worth block_tokens: four by default (2,048), two when set to 1,024
+    assert len(headers(pages_only.text)) == 6
+    assert headers(with_units.packet.text) == headers(pages_only.text)[:2]
     assert with_units.packet.tokens <= 3072 and pages_only.tokens <= 3072
     one_item = Pilar(home=store.settings.home, settings=Settings(block_tokens=1024))
     packet = one_item.pack(q, with_units.pages, 3072)
-    assert headers(packet.text) == headers(pages_only.text)[:2]
+    assert headers(packet.text) == headers(pages_only.text)[:4]
     assert "## Evidence units" in packet.text and packet.tokens <= 3072
 
 

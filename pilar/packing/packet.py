@@ -162,7 +162,7 @@ def tables_of(units: Iterable[Unit]) -> dict[TableKey, list[Unit]]:
 
 
 def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
-                counter: TokenCounter, limit: int, whole_table_share: float = 0.7,
+                counter: TokenCounter, limit: int, whole_table_share: float = 0.5,
                 neighbours: int = 1) -> list[ScoredUnit]:
     """The order in which units are offered to the unit block.
 
@@ -289,9 +289,9 @@ def _line(u: Unit) -> str:
 
 def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEvidence],
              selected: list[ScoredUnit], counter: TokenCounter, budget: int, *,
-             base_share: float = 0.7, max_expanded: int = 2, item_tokens: int = 1024,
+             base_share: float = 0.7, max_expanded: int = 2, item_tokens: int = 512,
              block_tokens: int | None = None, use_units: bool = True,
-             tables: dict[TableKey, list[Unit]] | None = None, whole_table_share: float = 0.7,
+             tables: dict[TableKey, list[Unit]] | None = None, whole_table_share: float = 0.5,
              neighbours: int = 1) -> Packet:
     """Build the packet for ``ranked`` pages (best first) within ``budget`` tokens.
 
