@@ -49,9 +49,16 @@ def bm25_scores(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
     a document, read as its :func:`~pilar.packing.terms.tokens`) for the
     ``query`` tokens; shape ``(len(texts),)``. Term counts per text are
     cached (:func:`~pilar.packing.terms.term_counts`)."""
+    return _bm25(query, texts, k1, b)[0]
+
+
+def _bm25(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
+          b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
+    """:func:`bm25_scores` and the IDF of each query term found in ``texts``."""
     n = len(texts)
+    idf_of: dict[str, float] = {}
     if n == 0:
-        return np.zeros(0)
+        return np.zeros(0), idf_of
     counts = [term_counts(t) for t in texts]
     lengths = np.fromiter((size for _, size in counts), dtype=np.float64, count=n)
     norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
@@ -60,9 +67,9 @@ def bm25_scores(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
         tf = np.fromiter((c.get(t, 0) for c, _ in counts), dtype=np.float64, count=n)
         df = int(np.count_nonzero(tf))
         if df:
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            idf = idf_of[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
             scores += idf * tf * (k1 + 1) / (tf + norm)
-    return scores
+    return scores, idf_of
 
 
 @dataclass(slots=True)
@@ -73,6 +80,14 @@ class ScoredUnit:
     lexical: float
     score: float
     page_rank: int  # rank of its anchor page (0 = best)
+
+
+def _table_of(u: Unit) -> tuple | None:
+    """The table of a body row with at least two cells (doc_id, page, table
+    index); None for any other unit."""
+    if u.kind == "row" and u.table_index is not None and len(u.cells) > 1:
+        return (u.doc_id, u.page, u.table_index)
+    return None
 
 
 class UnitSelector:
@@ -103,9 +118,8 @@ class UnitSelector:
         if not units:
             return []
         q = tokens(question)
-        texts = [u.completed_text for _, u in units]
-        lexical = bm25_scores(q, texts)
-        named = self._key_scores(q, [u for _, u in units], texts)
+        lexical, idf = _bm25(q, [u.completed_text for _, u in units])
+        named = self._key_scores([u for _, u in units], lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
         order = list(dict.fromkeys([*order.tolist(), *extra]))
@@ -123,57 +137,48 @@ class UnitSelector:
         limit = MAX_CUE_UNITS if budget is None else budget // CUE_TOKENS
         return self._with_cues(question, units, lexical, scored, limit)
 
-    def _key_scores(self, q: Sequence[str], units: list[Unit], texts: list[str]) -> np.ndarray:
-        """Per unit of ``units`` (``texts``: their completed texts), how rare
-        the rarest question word in its key cell is: that word's IDF over
-        ``texts`` divided by the largest IDF of any word of ``q``; 0 for a
-        unit that is not a table row or whose key cell holds none. Shape
-        ``(len(units),)``."""
+    def _key_scores(self, units: list[Unit], lexical: np.ndarray,
+                    idf: dict[str, float]) -> np.ndarray:
+        """Per unit of ``units``, how rare the rarest question word in its key
+        cell is: that word's IDF (``idf``: the question's words found in the
+        units, as BM25 weighed them) divided by the largest; 0 for a unit that
+        is not a table row, whose BM25 score (``lexical``) is 0 (it holds no
+        question word), or whose key cell holds none. Shape ``(len(units),)``."""
         out = np.zeros(len(units))
-        words = set(q)
-        if not words:
-            return out
-        df = dict.fromkeys(words, 0)
-        for text in texts:
-            counts = term_counts(text)[0]
-            for t in words:
-                if t in counts:
-                    df[t] += 1
-        n = len(texts)
-        idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
         if not idf:
             return out
         top = max(idf.values())
-        keys = self._key_cells(units)
-        for i, u in enumerate(units):
-            cell = keys.get(u.unit_id)
-            if cell:
-                hit = [idf[t] for t in set(tokens(cell)) if t in idf]
+        rows = [(i, t) for i in np.flatnonzero(lexical > 0).tolist()
+                if (t := _table_of(units[i])) is not None]
+        columns = self._key_column_of({t for _, t in rows}, units)
+        for i, t in rows:
+            u = units[i]
+            col = columns[t]
+            if col is not None and col < len(u.cells):
+                hit = [idf[w] for w in set(tokens(u.cells[col])) if w in idf]
                 if hit:
                     out[i] = max(hit) / top
         return out
 
-    def _key_cells(self, units: list[Unit]) -> dict[str, str]:
-        """``{unit_id: key cell}`` of the body rows among ``units``, the key
-        column of each table found once (from its rows here) and remembered
-        for :data:`KEY_TABLES` tables."""
-        tables: dict[tuple, list[Unit]] = {}
-        for u in units:
-            if u.kind == "row" and u.table_index is not None and len(u.cells) > 1:
-                tables.setdefault((u.doc_id, u.page, u.table_index), []).append(u)
-        out = {}
-        for key, rows in tables.items():
-            col = self._key_columns.get(key, -1)
-            if col == -1:
-                width = min(4, max(len(u.cells) for u in rows))
-                col = key_of_columns([[u.cells[c] if c < len(u.cells) else "" for u in rows]
-                                      for c in range(width)])
-                self._key_columns[key] = col
-                if len(self._key_columns) > KEY_TABLES:
-                    self._key_columns.popitem(last=False)
-            if col is not None:
-                out.update({u.unit_id: u.cells[col] for u in rows if col < len(u.cells)})
-        return out
+    def _key_column_of(self, tables: set[tuple], units: list[Unit]) -> dict[tuple, int | None]:
+        """The key column of each table in ``tables`` (keys of :func:`_table_of`),
+        found from its rows among ``units`` the first time and remembered for
+        :data:`KEY_TABLES` tables."""
+        known = self._key_columns
+        missing = {t for t in tables if t not in known}
+        if missing:
+            rows: dict[tuple, list[Unit]] = {}
+            for u in units:
+                if (t := _table_of(u)) in missing:
+                    rows.setdefault(t, []).append(u)
+            for t, members in rows.items():
+                width = min(4, max(len(u.cells) for u in members))
+                known[t] = key_of_columns([[u.cells[c] if c < len(u.cells) else ""
+                                            for u in members] for c in range(width)])
+        found = {t: known.get(t) for t in tables}
+        while len(known) > KEY_TABLES:
+            known.popitem(last=False)
+        return found
 
     def _with_cues(self, question: str, units: list[tuple[int, Unit]], lexical: np.ndarray,
                    scored: list[ScoredUnit], limit: int) -> list[ScoredUnit]:
