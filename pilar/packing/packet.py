@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from pilar.config import Settings
 from pilar.model import Citation, Packet, PacketItem, RankedPage, Support, Unit
 from pilar.packing.selection import ScoredUnit, bm25_scores, tokens
 from pilar.packing.tokens import TokenCounter
@@ -28,6 +29,10 @@ from pilar.packing.tokens import TokenCounter
 
 MAX_EXCERPT_LINES = 64
 """Candidate lines considered per page excerpt (best BM25 first)."""
+
+_DEFAULT = {name: f.default for name, f in Settings.model_fields.items()}
+"""The packing settings' defaults (:class:`~pilar.config.Settings`), the one
+place they are written; :func:`assemble` and :func:`block_order` default to them."""
 
 TableKey = tuple[str, int, int]
 """A table of a page: (doc_id, page number, table index)."""
@@ -162,8 +167,9 @@ def tables_of(units: Iterable[Unit]) -> dict[TableKey, list[Unit]]:
 
 
 def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
-                counter: TokenCounter, limit: int, whole_table_share: float = 0.5,
-                neighbours: int = 1) -> list[ScoredUnit]:
+                counter: TokenCounter, limit: int,
+                whole_table_share: float = _DEFAULT["whole_table_share"],
+                neighbours: int = _DEFAULT["neighbour_rows"]) -> list[ScoredUnit]:
     """The order in which units are offered to the unit block.
 
     The table of the best-scored row comes whole, in document order, when its
@@ -289,10 +295,12 @@ def _line(u: Unit) -> str:
 
 def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEvidence],
              selected: list[ScoredUnit], counter: TokenCounter, budget: int, *,
-             base_share: float = 0.7, max_expanded: int = 2, item_tokens: int = 512,
-             block_tokens: int | None = None, use_units: bool = True,
-             tables: dict[TableKey, list[Unit]] | None = None, whole_table_share: float = 0.5,
-             neighbours: int = 1) -> Packet:
+             base_share: float = _DEFAULT["base_share"],
+             max_expanded: int = _DEFAULT["max_expanded_pages"],
+             item_tokens: int = _DEFAULT["item_tokens"], block_tokens: int | None = None,
+             use_units: bool = True, tables: dict[TableKey, list[Unit]] | None = None,
+             whole_table_share: float = _DEFAULT["whole_table_share"],
+             neighbours: int = _DEFAULT["neighbour_rows"]) -> Packet:
     """Build the packet for ``ranked`` pages (best first) within ``budget`` tokens.
 
     ``evidence`` maps page ids to their supports, ``selected`` are the

@@ -5,9 +5,10 @@ configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
 vectors computed at ingest: a unit's own, or that of the run of units of
 its context it was embedded with, :func:`pilar.retrieval.embeddings.unit_groups`)
 mixed with the prefilter's BM25 as in PILAR's hybrid page score (0.4 BM25
-min-max + 0.6 dense). A table row whose key cell (the cell its assertions
-take as their subject, :func:`pilar.ingest.assertions.key_of_columns`) holds
-a rare question word is named by the question: it joins the prefilter and
+min-max + 0.6 dense). A table row whose key cell (its table's key column,
+found by the rule table assertions use for their subjects,
+:func:`pilar.ingest.assertions.key_of_columns`, read from the row units)
+holds a rare question word is named by the question: it joins the prefilter and
 gains up to :data:`KEY_WEIGHT` (the row's entity is what is asked about,
 PILAR §3.2; "how many feet above sea level is K2?" names the K2 row, not the
 rows whose *parent* is K2)."""
@@ -118,15 +119,16 @@ class UnitSelector:
         if not units:
             return []
         q = tokens(question)
-        lexical, idf = _bm25(q, [u.completed_text for _, u in units])
-        named = self._key_scores([u for _, u in units], lexical, idf)
+        plain = [u for _, u in units]
+        lexical, idf = _bm25(q, [u.completed_text for u in plain])
+        named = self._key_scores(plain, lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
         order = list(dict.fromkeys([*order.tolist(), *extra]))
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
         rerank = self._rerank(question, [u for _, u, _ in picked],
                               np.array([lex for _, _, lex in picked]),
-                              [u for _, u in units]) + KEY_WEIGHT * named[order]
+                              plain) + KEY_WEIGHT * named[order]
         prior = [0.0] * len(picked)
         if page_scores and self.page_weight:
             top = max(page_scores)
