@@ -391,6 +391,9 @@ def _explain(pages, settings) -> None:
             out.print(f"     gated (dense < gate): {', '.join(t['gated'])}")
     if pages and pages[0].trace.get("query_entities"):
         out.print("query entities: " + escape(", ".join(pages[0].trace["query_entities"])))
+    if pages and pages[0].trace.get("hub_entities"):
+        out.print("hub entities (not expanded from): "
+                  + escape(", ".join(pages[0].trace["hub_entities"])))
 
 
 @command()

@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     graph_bonus: float = Field(0.08, ge=0, le=1)
     gate: float = Field(0.35, ge=-1, le=1, description="an expanded page stays only if dense >= gate")
     expansion_limit: int = Field(50, ge=1, description="pages reached per entity and path kind")
+    hub_pages: int = Field(10, ge=0, description="a question entity mentioned on more pages is a "
+                                                 "hub: it is not expanded from")
     entity_match: float = Field(90.0, ge=0, le=100, description="rapidfuzz score (0-100) for query entities")
 
     # packing (PILAR App. G.1; Tessera §3.4-3.5)

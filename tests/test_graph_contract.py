@@ -191,6 +191,14 @@ def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):
     assert graph_store.expansion_pages([]) == empty
 
 
+def test_mention_pages_count_the_distinct_pages_mentioning_each_entity(graph_store):
+    _linked_pair(graph_store)  # Ratan Planet is mentioned in both documents, Krishna Tower in a
+    assert graph_store.mention_pages(
+        ["person:ratan planet", "person:krishna tower", "person:nobody"]) == {
+        "person:ratan planet": 2, "person:krishna tower": 1, "person:nobody": 0}
+    assert graph_store.mention_pages([]) == {}
+
+
 def test_a_document_has_several_sources(graph_store):
     parsed = parse(CORPUS / "204-541.html")
     doc_id, first = parsed.document.doc_id, parsed.document.uri

@@ -163,6 +163,22 @@ def test_gate_drops_an_unrelated_expanded_page(narrow: Pilar):
     assert all(p.dense >= 0.35 for p in pages if p.trace["expanded"])
 
 
+def test_a_hub_entity_is_not_expanded_from(narrow: Pilar):
+    q = "what was habte jifar's time in the marathon?"
+    expanded = [p for p in narrow.search(q).pages if p.trace["expanded"]]
+    entity = next(iter(expanded[0].trace["paths"].values()))[0].removeprefix("entity:")
+    mentioned = narrow.graph.mention_pages([entity])[entity]
+    assert 1 <= mentioned <= narrow.settings.hub_pages, (entity, mentioned)
+    # the same store, the entity now mentioned on more pages than a hub may be
+    hubs = Pilar(home=narrow.settings.home,
+                 settings=Settings(shortlist=1, pool=1, hub_pages=mentioned - 1))
+    pages = hubs.search(q).pages
+    assert any(f"({entity})" in e for e in pages[0].trace["hub_entities"])
+    assert not any(f"({entity})" in e for e in pages[0].trace["query_entities"])
+    assert not any(path[0] == f"entity:{entity}" for p in pages
+                   for path in p.trace.get("paths", {}).values())
+
+
 def test_expansion_brings_in_a_related_page_with_its_path(narrow: Pilar):
     q = "what was habte jifar's time in the marathon?"
     pages = narrow.search(q).pages

@@ -101,6 +101,11 @@ class GraphStore(Protocol):
         the pages the graph reaches from ``entity_ids`` (at most ``limit`` per
         entity and kind), in one read; see the backends for the order."""
         ...
+    def mention_pages(self, entity_ids: list[str]) -> dict[str, int]:
+        """``{entity_id: n}`` for every id given: how many distinct pages hold
+        a support that mentions the entity (``MENTIONED_IN``); 0 for unknown
+        ids. One read."""
+        ...
     def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
         """One hop of the graph around ``entity_ids`` (exploration): the
         assertions each entity is subject or object of (at most ``limit`` per

@@ -279,6 +279,15 @@ class Neo4jGraphStore:
         """Every ``SAME_AS`` link, by source then target. One query."""
         return [SameAs(*r) for r in self._values(cy.ALL_SAME_AS)]
 
+    def mention_pages(self, entity_ids: list[str]) -> dict[str, int]:
+        """``{entity_id: pages}``: distinct pages whose supports mention each
+        entity; 0 for an unknown id. One query. Raises :class:`StoreError`
+        if the read fails."""
+        out = {eid: 0 for eid in entity_ids}
+        if out:
+            out.update((eid, n) for eid, n in self._values(cy.MENTION_PAGES, ids=list(out)))
+        return out
+
     def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """``{entity_id: [doc_id, ...]}`` (sorted): documents that mention each
         entity or hold an assertion about it. One query."""

@@ -205,6 +205,14 @@ MATCH (a:Entity)-[l:SAME_AS]->(b:Entity)
 RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
 ORDER BY source, target
 """
+MENTION_PAGES = """
+UNWIND $ids AS eid
+MATCH (e:Entity {entity_id: eid})
+RETURN eid, size(COLLECT {
+  MATCH (e)-[:MENTIONED_IN]->(:Support)-[:HAS_PROVENANCE]->(:Provenance)-[:ON_PAGE]->(pg:Page)
+  RETURN DISTINCT pg.page_id
+}) AS pages
+"""
 ENTITY_DOCUMENTS = """
 UNWIND $ids AS eid
 MATCH (e:Entity {entity_id: eid})

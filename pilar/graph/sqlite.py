@@ -328,6 +328,15 @@ class SqliteGraphStore:
                                [(r[0], r[5], r[6], r[1]) for r in by_kind["assertion"]])
         return out
 
+    def mention_pages(self, entity_ids: list[str]) -> dict[str, int]:
+        """``{entity_id: pages}``: distinct pages whose supports mention each
+        entity; 0 for an unknown id. One query. Raises ``sqlite3.Error`` if
+        the read fails."""
+        out = {eid: 0 for eid in entity_ids}
+        if out:
+            out.update(self.db.conn.execute(_MENTION_PAGES, (json.dumps(list(out)),)))
+        return out
+
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
         rows = self.db.conn.execute(_ASSERTIONS_OF_DOC, (doc_id,)).fetchall()
@@ -551,6 +560,13 @@ WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
 SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.source IN wanted
 UNION SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.target IN wanted
 ORDER BY 1, 2
+"""
+_MENTION_PAGES = """
+SELECT w.value, count(DISTINCT p.doc_id || ':' || p.page)
+FROM json_each(?1) w JOIN mentions m ON m.entity_id = w.value
+JOIN supports s ON s.support_id = m.support_id
+JOIN provenance p ON p.provenance_id = s.provenance_id
+GROUP BY w.value
 """
 _ENTITY_DOCUMENTS = """
 WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))

@@ -8,6 +8,15 @@ canonical entity, directly or through SAME_AS) and graph expansion
 ``+graph_bonus`` (entity -> assertion -> support -> page). The gate keeps an
 expanded page only if its dense score is at least ``gate``. Every page
 carries a trace of its score parts and the graph path that brought it.
+
+A question entity mentioned on more than ``hub_pages`` pages is a hub (a
+generic noun such as "Silver" or "Country", a medal or a header word that
+tables repeat): it links nothing specific, so it is not expanded from (it
+would lift every page that mentions it, the gate cannot tell them apart:
+they are all on topic), and the trace names it under ``hub_entities``. This
+is the gate's "prevents graph drift" (PILAR §3.4) applied to the entity
+rather than the page, in the spirit of HippoRAG's node specificity (an
+entity's weight falls with the passages it occurs in).
 """
 
 from __future__ import annotations
@@ -73,7 +82,7 @@ class GraphRetriever:
         for p in shortlist:
             p.trace.update(seed=p.page_id in seed_ids, expanded=False)
         by_id = {p.page_id: p for p in shortlist}
-        entities, reached = reaching.result()
+        entities, hubs, reached = reaching.result()
         sectioned = [p.page_id for p in pool] if s.same_section_bonus else []
         with beside(self.graph.page_sections, sectioned) as sections:
             if entities:
@@ -82,21 +91,30 @@ class GraphRetriever:
                                                ("graph", reached["assertion"], s.graph_bonus)],
                              seed_ids, scope)
         self._local_prior(pool, seeds, sections.result())
-        if entities:
+        if entities or hubs:
             for p in by_id.values():
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
+                if hubs:
+                    p.trace["hub_entities"] = [f"{name} ({eid})" for eid, name, _ in hubs]
         ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
         return ranked[:k]
 
-    def _reached(self, question: str) -> tuple[list[tuple[str, str, float]], dict | None]:
-        """The entities the question names (:func:`query_entities`) and the
-        pages the graph reaches from them (:meth:`GraphStore.expansion_pages`;
-        None without entities)."""
-        entities = query_entities(question, self.graph, self.s.entity_match)
+    def _reached(self, question: str) -> tuple[list[tuple[str, str, float]],
+                                               list[tuple[str, str, float]], dict | None]:
+        """The entities the question names (:func:`query_entities`) that are
+        not hubs, the hubs (mentioned on more than ``hub_pages`` pages,
+        :meth:`GraphStore.mention_pages`), and the pages the graph reaches from
+        the former (:meth:`GraphStore.expansion_pages`; None without any)."""
+        named = query_entities(question, self.graph, self.s.entity_match)
+        if not named:
+            return named, [], None
+        pages = self.graph.mention_pages([e for e, _, _ in named])
+        entities = [e for e in named if pages[e[0]] <= self.s.hub_pages]
+        hubs = [e for e in named if pages[e[0]] > self.s.hub_pages]
         if not entities:
-            return entities, None
-        return entities, self.graph.expansion_pages([e for e, _, _ in entities],
-                                                    self.s.expansion_limit)
+            return entities, hubs, None
+        return entities, hubs, self.graph.expansion_pages([e for e, _, _ in entities],
+                                                          self.s.expansion_limit)
 
     def _local_prior(self, pool: list[RankedPage], seeds: list[RankedPage],
                      sections: dict[str, set[tuple[str, ...]]]) -> None:
