@@ -15,6 +15,7 @@ from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
 from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
+from pilar.packing.terms import tokens
 from pilar.retrieval.embeddings import GROUP_WORDS, group_leaders, group_text, unit_groups
 from tests.conftest import FIXTURES
 
@@ -399,7 +400,10 @@ def test_bm25_scores_match_the_okapi_formula_by_hand():
     """Three texts, query "goals scored": tokens are stemmed and stop words
     dropped ("goals" -> "goal", "the" gone); BM25Okapi k1 1.5, b 0.75."""
     texts = ["the goals scored", "goals goals", "a lap record"]  # tokens: 2, 2, 2 (a: stop word)
-    got = bm25_scores(["goal", "scor", "goal"], texts)  # a repeated query term counts once
+    assert tokens("The goals scored") == ("goal", "score")
+    # Porter stems, as the page index's FTS5 tokenizer: a question's verb meets a header's noun
+    assert tokens("attended") == tokens("Attendance") == ("attend",)
+    got = bm25_scores(["goal", "score", "goal"], texts)  # a repeated query term counts once
     n, avg, k1 = 3, 2.0, 1.5
 
     def part(tf, df, length):

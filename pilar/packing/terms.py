@@ -1,32 +1,40 @@
 """Query and unit text as the lexical parts of packing see it: lower-cased
-content words with a light suffix strip (PILAR App. H.1's BM25 over words)."""
+content words (PILAR App. H.1's BM25 over words), Porter-stemmed as the
+page index's FTS5 tokenizer (``porter unicode61``) stems them, so a question
+word meets a unit as it met the page ("attended" and "Attendance" are both
+``attend``), without the question words :data:`pilar.retrieval.STOPWORDS`
+that BM25 queries leave out on every backend."""
 
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from functools import lru_cache
 
+import snowballstemmer
+
+from pilar.retrieval import STOPWORDS
+
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("a an and are as at be by did do does for from had has have how in is it its "
-                  "of on or that the their there this to was were what when where which who "
-                  "whom whose why will with".split())
+_STEMMERS = threading.local()  # a snowballstemmer stemmer keeps state between calls
 
 
 @lru_cache(maxsize=200_000)
 def _stem(w: str) -> str | None:
-    if w in _STOP:
+    """The Porter stem of the lower-cased word ``w``; None for a stopword."""
+    if w in STOPWORDS:
         return None
-    for suf in ("ing", "es", "s", "ed"):
-        if len(w) > len(suf) + 2 and w.endswith(suf):
-            return w[: -len(suf)]
-    return w
+    stemmer = getattr(_STEMMERS, "porter", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.porter = snowballstemmer.stemmer("porter")
+    return stemmer.stemWord(w)
 
 
 @lru_cache(maxsize=100_000)
 def tokens(text: str) -> tuple[str, ...]:
-    """Lower-cased content-word tokens with a light suffix strip (plural /
-    -ing / -ed); cached, since the same units are scored again and again."""
+    """Lower-cased content-word tokens, Porter-stemmed, stopwords left out;
+    cached, since the same units are scored again and again."""
     stems = map(_stem, _WORD.findall(text.lower()))
     return tuple(w for w in stems if w)
 
