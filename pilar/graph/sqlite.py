@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from pilar.errors import ConfigError
 from pilar.graph import add_expansion_rows, ingest_time
+from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
 from pilar.stores import SqliteDatabase
@@ -48,14 +49,14 @@ class SqliteGraphStore:
 
     # -- reads -------------------------------------------------------------
     def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute(f"SELECT {_DOC_READ} FROM documents d WHERE sha256 = ?",
+        row = self.db.conn.execute(f"SELECT {sql.DOC_READ} FROM documents d WHERE sha256 = ?",
                                    (sha256,)).fetchone()
         return self._doc(row) if row else None
 
     def find_by_uri(self, uri: str) -> list[Document]:
         """Documents that have ``uri`` among their sources, whatever their status."""
         rows = self.db.conn.execute(
-            f"SELECT {_DOC_READ} FROM documents d WHERE doc_id IN "
+            f"SELECT {sql.DOC_READ} FROM documents d WHERE doc_id IN "
             "(SELECT doc_id FROM document_sources WHERE uri = ?)", (uri,)).fetchall()
         return [self._doc(r) for r in rows]
 
@@ -67,7 +68,7 @@ class SqliteGraphStore:
         ``collections`` and ``statuses`` when given. One query. Raises
         ``sqlite3.Error`` if the read fails."""
         rows = self.db.conn.execute(
-            f"SELECT {_DOC_READ} FROM documents d WHERE "
+            f"SELECT {sql.DOC_READ} FROM documents d WHERE "
             "(?1 IS NULL OR doc_id IN (SELECT value FROM json_each(?1))) AND "
             "(?2 IS NULL OR collection IN (SELECT value FROM json_each(?2))) AND "
             "(?3 IS NULL OR status IN (SELECT value FROM json_each(?3))) "
@@ -97,7 +98,7 @@ class SqliteGraphStore:
         if not out:
             return out
         paths: dict[str, tuple[str, ...]] = {}
-        for r in self.db.conn.execute(_SUPPORTS_ON_PAGES, (json.dumps(list(out)),)):
+        for r in self.db.conn.execute(sql.SUPPORTS_ON_PAGES, (json.dumps(list(out)),)):
             path = paths.get(r[7])
             if path is None:
                 path = paths[r[7]] = tuple(json.loads(r[7]))
@@ -119,7 +120,7 @@ class SqliteGraphStore:
         out: dict[str, list[Unit]] = {pid: [] for pid in page_ids}
         if not out:
             return out
-        for r in self.db.conn.execute(_UNITS_ON_PAGES, (json.dumps(list(out)),)):
+        for r in self.db.conn.execute(sql.UNITS_ON_PAGES, (json.dumps(list(out)),)):
             out[r[0]].append(Unit(
                 unit_id=r[1], doc_id=r[2], page=r[3], kind=r[4], text=r[5],
                 completed_text=r[6], support_id=r[7], context=tuple(json.loads(r[8])),
@@ -132,7 +133,7 @@ class SqliteGraphStore:
         """Counts of every layer and edge type, the same keys as
         :meth:`pilar.graph.neo4j.Neo4jGraphStore.stats` (edges are implicit in
         the embedded schema and counted from the rows that imply them)."""
-        return dict(zip(_STAT_KEYS, self.db.conn.execute(_STATS_SQL).fetchone()))
+        return dict(zip(sql.STAT_KEYS, self.db.conn.execute(sql.STATS_SQL).fetchone()))
 
     # -- writes ------------------------------------------------------------
     def begin_document(self, doc: Document) -> None:
@@ -141,7 +142,7 @@ class SqliteGraphStore:
         doc.status = "pending"
         doc.ingested_at = ingest_time()
         with self.db.transaction() as c:
-            c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+            c.execute(sql.UPSERT_DOCUMENT, self._doc_row(doc))
             self._write_sources(c, doc)
 
     def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
@@ -159,12 +160,12 @@ class SqliteGraphStore:
         doc.status = "ready"
         with self.db.transaction() as c:
             for old in replaces:
-                for table in _LAYER_TABLES:
+                for table in sql.LAYER_TABLES:
                     c.execute(f"DELETE FROM {table} WHERE doc_id = ?", (old,))
                 c.execute("UPDATE documents SET status = 'deleting' WHERE doc_id = ?", (old,))
             if replaces:
-                c.execute(_DELETE_ORPHAN_ENTITIES)
-            c.execute(_UPSERT_DOCUMENT, self._doc_row(doc))
+                c.execute(sql.DELETE_ORPHAN_ENTITIES)
+            c.execute(sql.UPSERT_DOCUMENT, self._doc_row(doc))
             self._write_sources(c, doc)
             c.executemany(
                 "INSERT INTO pages (page_id, doc_id, number, width, height, text) VALUES (?,?,?,?,?,?)",
@@ -294,7 +295,7 @@ class SqliteGraphStore:
         out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
         if not out:
             return out
-        for pid, path in self.db.conn.execute(_PAGE_SECTIONS, (json.dumps(list(out)),)):
+        for pid, path in self.db.conn.execute(sql.PAGE_SECTIONS, (json.dumps(list(out)),)):
             out[pid].add(tuple(json.loads(path)))
         return out
 
@@ -319,7 +320,7 @@ class SqliteGraphStore:
         if not ids:
             return out
         rows: dict[int, dict[str, list]] = {}
-        for kind, i, *row in self.db.conn.execute(_EXPANSION_PAGES, (json.dumps(ids), limit)):
+        for kind, i, *row in self.db.conn.execute(sql.EXPANSION_PAGES, (json.dumps(ids), limit)):
             rows.setdefault(i, {"mention": [], "alias": [], "assertion": []})[kind].append(row)
         for i in sorted(rows):
             by_kind = rows[i]
@@ -334,12 +335,12 @@ class SqliteGraphStore:
         the read fails."""
         out = {eid: 0 for eid in entity_ids}
         if out:
-            out.update(self.db.conn.execute(_MENTION_PAGES, (json.dumps(list(out)),)))
+            out.update(self.db.conn.execute(sql.MENTION_PAGES, (json.dumps(list(out)),)))
         return out
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""
-        rows = self.db.conn.execute(_ASSERTIONS_OF_DOC, (doc_id,)).fetchall()
+        rows = self.db.conn.execute(sql.ASSERTIONS_OF_DOC, (doc_id,)).fetchall()
         return [_assertion(r) for r in rows]
 
     # -- exploration (GET /v1/entities...) ---------------------------------------
@@ -352,14 +353,14 @@ class SqliteGraphStore:
         nothing. Raises ``sqlite3.Error`` if a read fails."""
         ids = json.dumps(list(dict.fromkeys(entity_ids)))
         c = self.db.conn
-        assertions = [_assertion(r) for r in c.execute(_ENTITY_ASSERTIONS, (ids, limit))]
-        mentions = [(r[0], r[1]) for r in c.execute(_ENTITY_MENTIONS, (ids, limit))]
-        same_as = [SameAs(*r) for r in c.execute(_ENTITY_SAME_AS, (ids,))]
+        assertions = [_assertion(r) for r in c.execute(sql.ENTITY_ASSERTIONS, (ids, limit))]
+        mentions = [(r[0], r[1]) for r in c.execute(sql.ENTITY_MENTIONS, (ids, limit))]
+        same_as = [SameAs(*r) for r in c.execute(sql.ENTITY_SAME_AS, (ids,))]
         return EntityLinks(assertions, mentions, same_as)
 
     def same_as_links(self) -> list[SameAs]:
         """Every ``SAME_AS`` link, by source then target. One query."""
-        return [SameAs(*r) for r in self.db.conn.execute(_ALL_SAME_AS)]
+        return [SameAs(*r) for r in self.db.conn.execute(sql.ALL_SAME_AS)]
 
     def entity_documents(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """``{entity_id: [doc_id, ...]}`` (sorted): the documents that mention
@@ -368,7 +369,7 @@ class SqliteGraphStore:
         out: dict[str, list[str]] = {eid: [] for eid in entity_ids}
         if not out:
             return out
-        for eid, doc_id in self.db.conn.execute(_ENTITY_DOCUMENTS, (json.dumps(list(out)),)):
+        for eid, doc_id in self.db.conn.execute(sql.ENTITY_DOCUMENTS, (json.dumps(list(out)),)):
             out[eid].append(doc_id)
         return out
 
@@ -377,7 +378,7 @@ class SqliteGraphStore:
         out: dict[str, Support] = {}
         if not support_ids:
             return out
-        for r in self.db.conn.execute(_SUPPORTS_BY_ID, (json.dumps(list(support_ids)),)):
+        for r in self.db.conn.execute(sql.SUPPORTS_BY_ID, (json.dumps(list(support_ids)),)):
             out[r[0]] = Support(
                 support_id=r[0], doc_id=r[1], kind=r[2], text=r[3], role=r[4],
                 provenance=Provenance(
@@ -394,7 +395,7 @@ class SqliteGraphStore:
         with self.db.transaction() as c:
             deleted = c.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount > 0
             if deleted:
-                c.execute(_DELETE_ORPHAN_ENTITIES)
+                c.execute(sql.DELETE_ORPHAN_ENTITIES)
             return deleted
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
@@ -414,179 +415,11 @@ class SqliteGraphStore:
                 doc.ingested_at, doc.collection, doc.status)
 
 
-_DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, collection, "
-                "status")
-# a document's columns as read, its sources (a JSON array, first recorded first) last
-_DOC_READ = ", ".join(f"d.{c}" for c in _DOC_COLUMNS.split(", ")) + """,
-    (SELECT json_group_array(uri) FROM (SELECT s.uri FROM document_sources s
-     WHERE s.doc_id = d.doc_id ORDER BY s.rowid))"""
-_UPSERT_DOCUMENT = f"""
-INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)
-ON CONFLICT(doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title,
-  media_type = excluded.media_type, sha256 = excluded.sha256, n_pages = excluded.n_pages,
-  ingested_at = excluded.ingested_at, collection = excluded.collection, status = excluded.status
-"""
-# the tables holding a document's own layers (its Document row aside)
-_LAYER_TABLES = ("assertions", "units", "table_grids", "supports", "provenance", "pages")
-
-
-_STAT_KEYS = ("documents", "pages", "supports", "provenance", "units", "tables", "assertions",
-              "entities", "IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM",
-              "SUPPORTED_BY", "SUBJECT_OF", "OBJECT", "MENTIONED_IN", "SAME_AS")
-_STATS_SQL = """
-SELECT (SELECT count(*) FROM documents WHERE status = 'ready'), (SELECT count(*) FROM pages),
-       (SELECT count(*) FROM supports), (SELECT count(*) FROM provenance),
-       (SELECT count(*) FROM units), (SELECT count(*) FROM table_grids),
-       (SELECT count(*) FROM assertions), (SELECT count(*) FROM entities),
-       (SELECT count(*) FROM pages),
-       (SELECT count(*) FROM pages p JOIN pages q ON q.doc_id = p.doc_id AND q.number = p.number + 1),
-       (SELECT count(*) FROM supports),
-       (SELECT count(*) FROM provenance p JOIN pages g ON g.doc_id = p.doc_id AND g.number = p.page),
-       (SELECT count(*) FROM units),
-       (SELECT count(*) FROM assertion_supports),
-       (SELECT count(*) FROM assertions WHERE subject_entity IS NOT NULL),
-       (SELECT count(*) FROM assertions WHERE object_entity IS NOT NULL),
-       (SELECT count(*) FROM mentions),
-       (SELECT count(*) FROM same_as)
-"""
-# entities that no remaining document mentions or uses in an assertion
-_DELETE_ORPHAN_ENTITIES = """
-DELETE FROM entities WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = entities.entity_id)
-  AND NOT EXISTS (SELECT 1 FROM assertions a WHERE a.subject_entity = entities.entity_id
-                  OR a.object_entity = entities.entity_id)
-"""
-# the pages asked for, in order: json_each over a JSON array of page ids
-_WANTED_PAGES = """
-WITH wanted(pid, doc_id, page) AS (
-    SELECT j.value, g.doc_id, g.number FROM json_each(?1) j JOIN pages g ON g.page_id = j.value)
-"""
-_SUPPORTS_ON_PAGES = _WANTED_PAGES + """
-SELECT w.pid, w.page, w.doc_id, s.support_id, s.kind, s.text, p.provenance_id, p.section_path,
-       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end,
-       s.role
-FROM wanted w JOIN provenance p ON p.doc_id = w.doc_id AND p.page = w.page
-JOIN supports s ON s.provenance_id = p.provenance_id
-ORDER BY w.pid, s.rowid
-"""
-_UNITS_ON_PAGES = _WANTED_PAGES + """
-SELECT w.pid, u.unit_id, u.doc_id, u.page, u.kind, u.text, u.completed_text, u.support_id,
-       u.context, u.table_index, u.row_index, u.headers, u.cells
-FROM wanted w JOIN units u ON u.doc_id = w.doc_id AND u.page = w.page
-ORDER BY w.pid, u.rowid
-"""
-_PAGE_SECTIONS = _WANTED_PAGES + """
-SELECT DISTINCT w.pid, p.section_path
-FROM wanted w JOIN provenance p ON p.doc_id = w.doc_id AND p.page = w.page
-"""
-# graph expansion (see SqliteGraphStore.expansion_pages), the three kinds in
-# one statement; ?1 is a JSON array of entity ids (i = position), ?2 the
-# per-entity, per-kind page limit. Columns: kind, i, page_id, support_id,
-# other entity, score, method (alias), assertion id, predicate (assertion);
-# rows ordered by kind, i, then rank.
-_EXPANSION_PAGES = """
-WITH wanted(i, eid) AS (SELECT key, value FROM json_each(?1)),
-mention_hits AS (
-    SELECT w.i, p.doc_id, p.page, min(s.support_id) AS sid
-    FROM wanted w JOIN mentions m ON m.entity_id = w.eid
-    JOIN supports s ON s.support_id = m.support_id
-    JOIN provenance p ON p.provenance_id = s.provenance_id
-    GROUP BY w.i, p.doc_id, p.page),
-mention_ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY i ORDER BY doc_id, page) AS r FROM mention_hits),
-linked(i, other, score, method) AS (
-    SELECT w.i, x.target, x.score, x.method FROM wanted w JOIN same_as x ON x.source = w.eid
-    WHERE x.target <> w.eid
-    UNION SELECT w.i, x.source, x.score, x.method FROM wanted w JOIN same_as x ON x.target = w.eid
-    WHERE x.source <> w.eid),
-alias_hits AS (
-    SELECT l.i, l.other, l.score, l.method, p.doc_id, p.page, min(s.support_id) AS sid
-    FROM linked l JOIN mentions m ON m.entity_id = l.other
-    JOIN supports s ON s.support_id = m.support_id
-    JOIN provenance p ON p.provenance_id = s.provenance_id
-    GROUP BY l.i, l.other, l.score, l.method, p.doc_id, p.page),
-alias_best AS (
-    SELECT *, row_number() OVER (PARTITION BY i, doc_id, page
-                                 ORDER BY score DESC, other, method) AS b FROM alias_hits),
-alias_ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY i ORDER BY score DESC, doc_id, page) AS r
-    FROM alias_best WHERE b = 1),
-assertion_hits AS (
-    SELECT w.i, a.assertion_id AS aid, a.predicate AS pred, s.support_id AS sid, p.doc_id, p.page
-    FROM wanted w JOIN assertions a ON a.subject_entity = w.eid OR a.object_entity = w.eid
-    JOIN assertion_supports x ON x.assertion_id = a.assertion_id
-    JOIN supports s ON s.support_id = x.support_id
-    JOIN provenance p ON p.provenance_id = s.provenance_id),
-assertion_best AS (
-    SELECT *, row_number() OVER (PARTITION BY i, doc_id, page ORDER BY aid, sid) AS b
-    FROM assertion_hits),
-assertion_ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY i ORDER BY doc_id, page) AS r
-    FROM assertion_best WHERE b = 1)
-SELECT 'mention' AS kind, i, doc_id || ':' || page, sid, NULL, NULL, NULL, NULL, NULL, r
-FROM mention_ranked WHERE r <= ?2
-UNION ALL
-SELECT 'alias', i, doc_id || ':' || page, sid, other, score, method, NULL, NULL, r
-FROM alias_ranked WHERE r <= ?2
-UNION ALL
-SELECT 'assertion', i, doc_id || ':' || page, sid, NULL, NULL, NULL, aid, pred, r
-FROM assertion_ranked WHERE r <= ?2
-ORDER BY 1, 2, 10
-"""
-_ASSERTION_COLS = """a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality,
-a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, a.object_entity,
-(SELECT json_group_array(support_id) FROM assertion_supports s WHERE s.assertion_id = a.assertion_id)"""
-_ASSERTIONS_OF_DOC = f"SELECT {_ASSERTION_COLS} FROM assertions a WHERE a.doc_id = ? ORDER BY a.rowid"
-# ?1 a JSON array of entity ids, ?2 the per-entity limit
-_ENTITY_ASSERTIONS = f"""
-WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
-hits AS (SELECT w.eid, a.assertion_id FROM wanted w JOIN assertions a ON a.subject_entity = w.eid
-         UNION SELECT w.eid, a.assertion_id FROM wanted w JOIN assertions a ON a.object_entity = w.eid),
-ranked AS (SELECT assertion_id, row_number() OVER (PARTITION BY eid ORDER BY assertion_id) AS r
-           FROM hits)
-SELECT {_ASSERTION_COLS} FROM assertions a
-WHERE a.assertion_id IN (SELECT assertion_id FROM ranked WHERE r <= ?2)
-ORDER BY a.assertion_id
-"""
-_ENTITY_MENTIONS = """
-WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
-ranked AS (SELECT m.entity_id, m.support_id,
-                  row_number() OVER (PARTITION BY m.entity_id ORDER BY m.support_id) AS r
-           FROM wanted w JOIN mentions m ON m.entity_id = w.eid)
-SELECT entity_id, support_id FROM ranked WHERE r <= ?2 ORDER BY entity_id, support_id
-"""
-_ALL_SAME_AS = "SELECT source, target, score, method FROM same_as ORDER BY source, target"
-_ENTITY_SAME_AS = """
-WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
-SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.source IN wanted
-UNION SELECT x.source, x.target, x.score, x.method FROM same_as x WHERE x.target IN wanted
-ORDER BY 1, 2
-"""
-_MENTION_PAGES = """
-SELECT w.value, count(DISTINCT p.doc_id || ':' || p.page)
-FROM json_each(?1) w JOIN mentions m ON m.entity_id = w.value
-JOIN supports s ON s.support_id = m.support_id
-JOIN provenance p ON p.provenance_id = s.provenance_id
-GROUP BY w.value
-"""
-_ENTITY_DOCUMENTS = """
-WITH wanted(eid) AS (SELECT DISTINCT value FROM json_each(?1))
-SELECT w.eid, s.doc_id FROM wanted w JOIN mentions m ON m.entity_id = w.eid
-JOIN supports s ON s.support_id = m.support_id
-UNION SELECT w.eid, a.doc_id FROM wanted w JOIN assertions a ON a.subject_entity = w.eid
-UNION SELECT w.eid, a.doc_id FROM wanted w JOIN assertions a ON a.object_entity = w.eid
-ORDER BY 1, 2
-"""
-_SUPPORTS_BY_ID = """
-SELECT s.support_id, s.doc_id, s.kind, s.text, s.role, p.provenance_id, p.page, p.section_path,
-       p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end
-FROM json_each(?1) j JOIN supports s ON s.support_id = j.value
-JOIN provenance p ON p.provenance_id = s.provenance_id
-"""
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 
 def _assertion(r) -> Assertion:
-    """An Assertion from a row of ``_ASSERTION_COLS``."""
+    """An Assertion from a row of :data:`~pilar.graph.sqlite_sql.ASSERTION_COLS`."""
     return Assertion(assertion_id=r[0], doc_id=r[1], subject=r[2], predicate=r[3], object=r[4],
                      modality=r[5], qualifiers=json.loads(r[6]), confidence=r[7],
                      grounded=bool(r[8]), extractor=r[9], subject_entity=r[10],
