@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from pilar import Pilar
 from pilar.cli import app
-from pilar.retrieval.embeddings import group_leaders
+from pilar.retrieval.embeddings import group_leaders, table_heads
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -27,6 +27,12 @@ def _runs(p: Pilar) -> set[str]:
     """The first unit of each run of units (one vector per run)."""
     pages = p.graph.units_on_pages([f"{d.doc_id}:1" for d in p.docs()])
     return {lead for units in pages.values() for lead in group_leaders(units).values()}
+
+
+def _tables(p: Pilar) -> int:
+    """Schema vectors of the stored tables (one per table naming its columns)."""
+    pages = p.graph.units_on_pages([f"{d.doc_id}:1" for d in p.docs()])
+    return sum(len(table_heads(units)) for units in pages.values())
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +76,7 @@ def test_a_copy_with_one_changed_byte_reuses_the_vectors(tmp_path):
     copy.write_bytes(b"<!-!" + original[4:])  # the source-URL comment, not the text
     assert p.ingest([SMALL[0]], workers=0)[0].status == "ingested"
     cached = p.embedder.cache.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
-    assert cached == len(_runs(p)) > 1  # one text per run of units
+    assert cached == len(_runs(p)) + _tables(p) > 1  # one text per run and per table
     r = p.ingest([copy], workers=0)[0]
     assert r.status == "ingested" and r.n_units > 10
     assert p.embedder.cache.conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == cached

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pilar import Pilar
@@ -16,7 +17,8 @@ from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
 from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
 from pilar.packing.terms import tokens
-from pilar.retrieval.embeddings import GROUP_WORDS, group_leaders, group_text, unit_groups
+from pilar.retrieval.embeddings import (GROUP_WORDS, UNIT_TOKENS, group_leaders, group_text,
+                                       table_heads, unit_groups)
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -312,6 +314,31 @@ def test_units_of_one_context_share_one_vector(store: Pilar):
     infobox = runs[0]  # key-value rows: each says its key, no header row
     assert group_text(infobox) == "Edelweiss | " + " ; ".join(u.text for u in infobox)
     assert infobox[0].text == "Origin: Austria"
+
+
+def test_each_table_gets_a_schema_vector_of_its_context_and_header_row(store: Pilar):
+    units = page_units(store, "202-278")
+    page_id = f"{units[0].doc_id}:1"
+    heads = table_heads(units)
+    named = {u.table_index for u in units if u.kind == "row"
+             and sum(1 for h in u.headers if h) > 1}
+    assert [page for page, _ in heads] == [1] * len(named) and len(named) >= 2
+    singles = next(u for u in units if u.kind == "row" and "\"Bring Me Edelweiss\"" in u.text)
+    header = " | ".join(h for h in singles.headers if h)
+    text = " > ".join(singles.context) + " | " + header
+    assert text in [t for _, t in heads]
+    assert not any(c.strip() and c in text.split(" | ") for c in singles.cells
+                   if c not in singles.headers)
+    vectors, ids = store.index.page_vectors([page_id])[page_id]
+    runs = unit_groups(units)
+    assert ids == [r[0].unit_id for r in runs] + [None] * len(heads)
+    expected = store.embedder.encode([t for _, t in heads], max_tokens=UNIT_TOKENS)
+    np.testing.assert_allclose(vectors[len(runs):], expected, atol=2e-3)
+    # a question naming the columns, not the cells, meets the schema vector
+    q = store.embedder.query("which single had its peak chart position in the UK?")
+    cosines = vectors @ q
+    assert ids[int(np.argmax(cosines))] is None
+    assert store.index.dense_for(q, [page_id])[page_id] == pytest.approx(cosines.max(), abs=1e-5)
 
 
 def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):

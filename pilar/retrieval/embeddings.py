@@ -324,6 +324,18 @@ def unit_groups(units: Sequence[Unit]) -> list[list[Unit]]:
     return out
 
 
+def _header_row(unit: Unit) -> str:
+    """A row unit's header row, ``" | "``-joined, when it names at least two
+    columns (an infobox row names one: its key); else ``""``."""
+    if unit.kind != "row" or sum(1 for h in unit.headers if h) < 2:
+        return ""
+    return " | ".join(h for h in unit.headers if h)
+
+
+def _headed(context: tuple[str, ...], headers: str) -> str:
+    return " | ".join(x for x in (" > ".join(context), headers) if x)
+
+
 def group_text(group: Sequence[Unit]) -> str:
     """The text embedded for one run of :func:`unit_groups`: its context path
     once, a table's header row once (when every row of the run has the same
@@ -331,13 +343,28 @@ def group_text(group: Sequence[Unit]) -> str:
     block unit reads as its completed text). Tessera §3.3: the context that
     completes each unit is said once for the run."""
     first = group[0]
-    headers = ""
-    if first.kind == "row" and all(u.headers == first.headers for u in group) \
-            and sum(1 for h in first.headers if h) > 1:
-        headers = " | ".join(h for h in first.headers if h)
-    head = " | ".join(x for x in (" > ".join(first.context), headers) if x)
+    same = all(u.headers == first.headers for u in group)
+    head = _headed(first.context, _header_row(first) if same else "")
     body = " ; ".join(u.text for u in group)
     return f"{head} | {body}" if head else body
+
+
+def table_heads(units: Sequence[Unit]) -> list[tuple[int, str]]:
+    """``[(page, text)]``: one text per table of ``units`` (in document
+    order) whose rows name at least two columns: its context path (title >
+    section > caption) and its header row, no cells, from its first such
+    row. Embedded beside the runs, it is the table's schema vector: a
+    question that names a table's columns and not its cells ("which group
+    had the most members?") meets it, where a run's vector, cut at
+    :data:`UNIT_TOKENS`, is mostly about its first rows' values. Tessera
+    §3.3: a table's headers are the context that completes its cells."""
+    out: dict[tuple[str, int, int], tuple[int, str]] = {}
+    for u in units:
+        if u.table_index is None or (u.doc_id, u.page, u.table_index) in out:
+            continue
+        if headers := _header_row(u):
+            out[(u.doc_id, u.page, u.table_index)] = (u.page, _headed(u.context, headers))
+    return list(out.values())
 
 
 def group_leaders(units: Sequence[Unit]) -> dict[str, str]:
@@ -356,16 +383,20 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
     evidence units (:func:`unit_groups`: consecutive units of one context,
     up to :data:`GROUP_WORDS` words, embedded as :func:`group_text` cut at
     :data:`UNIT_TOKENS` tokens; units of the first :data:`MAX_UNIT_VECTORS`
-    of a document), each row named by its run's first unit; or text windows
-    of the page (:meth:`Embedder.chunk`) when it has no embedded unit; a
-    page without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
+    of a document), each row named by its run's first unit, then a schema
+    vector per table on the page (:func:`table_heads`, named None); or text
+    windows of the page (:meth:`Embedder.chunk`) when it has no embedded
+    unit; a page without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
     vector's cosine: one vector per run rather than per unit leaves the
     page's score to its best-matching run), Tessera §3.4 (a run's vector is
     reused by selection for each of its units, :func:`group_leaders`).
     """
     groups = [unit_groups(d.units[:MAX_UNIT_VECTORS]) for d in docs]
-    unit_vecs = embedder.encode([group_text(g) for gs in groups for g in gs],
+    heads = [table_heads(d.units[:MAX_UNIT_VECTORS]) for d in docs]
+    unit_vecs = embedder.encode([group_text(g) for gs in groups for g in gs] +
+                                [text for hs in heads for _, text in hs],
                                 max_tokens=UNIT_TOKENS)
+    h_off = sum(len(gs) for gs in groups)
     windows = []
     for d, gs in zip(docs, groups):
         with_units = {g[0].page for g in gs}
@@ -376,16 +407,21 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
     out = []
     u_off = w_off = 0
     empty = np.zeros((0, unit_vecs.shape[1] if len(unit_vecs) else embedder.dim), np.float32)
-    for d, gs, ws in zip(docs, groups, windows):
+    for d, gs, hs, ws in zip(docs, groups, heads, windows):
         by_page: dict[int, list[int]] = {}
+        named: dict[int, str | None] = {}
         for i, g in enumerate(gs):
             by_page.setdefault(g[0].page, []).append(u_off + i)
+            named[u_off + i] = g[0].unit_id
+        for i, (page_number, _) in enumerate(hs):
+            by_page.setdefault(page_number, []).append(h_off + i)
+            named[h_off + i] = None
         vectors, ids = [], []
         for page in d.pages:
             rows = by_page.get(page.number)
             if rows:
                 vectors.append(unit_vecs[rows])
-                ids.append([gs[i - u_off][0].unit_id for i in rows])
+                ids.append([named[i] for i in rows])
             elif page.number in ws:
                 n = len(ws[page.number])
                 vectors.append(window_vecs[w_off:w_off + n])
@@ -395,5 +431,6 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
                 vectors.append(empty)
                 ids.append([])
         u_off += len(gs)
+        h_off += len(hs)
         out.append((vectors, ids))
     return out
