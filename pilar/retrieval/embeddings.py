@@ -391,15 +391,17 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
     page's score to its best-matching run), Tessera §3.4 (a run's vector is
     reused by selection for each of its units, :func:`group_leaders`).
     """
-    groups = [unit_groups(d.units[:MAX_UNIT_VECTORS]) for d in docs]
-    heads = [table_heads(d.units[:MAX_UNIT_VECTORS]) for d in docs]
-    unit_vecs = embedder.encode([group_text(g) for gs in groups for g in gs] +
-                                [text for hs in heads for _, text in hs],
+    # per document, the rows embedded from its units: (page, text, unit id or None)
+    embedded = []
+    for d in docs:
+        units = d.units[:MAX_UNIT_VECTORS]
+        embedded.append([(g[0].page, group_text(g), g[0].unit_id) for g in unit_groups(units)]
+                        + [(page, text, None) for page, text in table_heads(units)])
+    unit_vecs = embedder.encode([text for rows in embedded for _, text, _ in rows],
                                 max_tokens=UNIT_TOKENS)
-    h_off = sum(len(gs) for gs in groups)
     windows = []
-    for d, gs in zip(docs, groups):
-        with_units = {g[0].page for g in gs}
+    for d, rows in zip(docs, embedded):
+        with_units = {page for page, _, _ in rows}
         windows.append({page.number: embedder.chunk(page.text, d.document.title)
                         for page in d.pages
                         if page.number not in with_units and page.text.strip()})
@@ -407,21 +409,16 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
     out = []
     u_off = w_off = 0
     empty = np.zeros((0, unit_vecs.shape[1] if len(unit_vecs) else embedder.dim), np.float32)
-    for d, gs, hs, ws in zip(docs, groups, heads, windows):
+    for d, rows, ws in zip(docs, embedded, windows):
         by_page: dict[int, list[int]] = {}
-        named: dict[int, str | None] = {}
-        for i, g in enumerate(gs):
-            by_page.setdefault(g[0].page, []).append(u_off + i)
-            named[u_off + i] = g[0].unit_id
-        for i, (page_number, _) in enumerate(hs):
-            by_page.setdefault(page_number, []).append(h_off + i)
-            named[h_off + i] = None
+        for i, (page, _, _) in enumerate(rows):
+            by_page.setdefault(page, []).append(i)
         vectors, ids = [], []
         for page in d.pages:
-            rows = by_page.get(page.number)
-            if rows:
-                vectors.append(unit_vecs[rows])
-                ids.append([named[i] for i in rows])
+            mine = by_page.get(page.number)
+            if mine:
+                vectors.append(unit_vecs[[u_off + i for i in mine]])
+                ids.append([rows[i][2] for i in mine])
             elif page.number in ws:
                 n = len(ws[page.number])
                 vectors.append(window_vecs[w_off:w_off + n])
@@ -430,7 +427,6 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
             else:
                 vectors.append(empty)
                 ids.append([])
-        u_off += len(gs)
-        h_off += len(hs)
+        u_off += len(rows)
         out.append((vectors, ids))
     return out
