@@ -320,24 +320,25 @@ def test_each_table_gets_a_schema_vector_of_its_context_and_header_row(store: Pi
     units = page_units(store, "202-278")
     page_id = f"{units[0].doc_id}:1"
     heads = table_heads(units)
+    head_texts = [t for _, t in heads]
     named = {u.table_index for u in units if u.kind == "row"
              and sum(1 for h in u.headers if h) > 1}
     assert [page for page, _ in heads] == [1] * len(named) and len(named) >= 2
     singles = next(u for u in units if u.kind == "row" and "\"Bring Me Edelweiss\"" in u.text)
     header = " | ".join(h for h in singles.headers if h)
     text = " > ".join(singles.context) + " | " + header
-    assert text in [t for _, t in heads]
+    assert text in head_texts
     assert not any(c.strip() and c in text.split(" | ") for c in singles.cells
                    if c not in singles.headers)
     vectors, ids = store.index.page_vectors([page_id])[page_id]
     runs = unit_groups(units)
     assert ids == [r[0].unit_id for r in runs] + [None] * len(heads)
-    expected = store.embedder.encode([t for _, t in heads], max_tokens=UNIT_TOKENS)
+    expected = store.embedder.encode(head_texts, max_tokens=UNIT_TOKENS)
     np.testing.assert_allclose(vectors[len(runs):], expected, atol=2e-3)
     # a question naming the columns, not the cells, meets the schema vector
     q = store.embedder.query("which single had its peak chart position in the UK?")
     cosines = vectors @ q
-    schema = len(runs) + [t for _, t in heads].index(text)
+    schema = len(runs) + head_texts.index(text)
     # the singles run's first 64 tokens are its header row too: a tie, not a loss
     assert cosines[schema] == pytest.approx(cosines.max(), abs=1e-4)
     others = [i for i, run in enumerate(runs) if run[0].table_index != singles.table_index]
