@@ -110,8 +110,9 @@ class Settings(BaseSettings):
                                      "it costs at most this share of the unit block")
     neighbour_rows: int = Field(1, ge=0, description="rows above and below a selected row offered "
                                 "to the unit block")
-    unit_cues: bool = Field(True, description="rows a question names by position (first, last) "
-                            "or extreme value (most, lowest) go first (pilar.packing.cues)")
+    unit_cues: bool = Field(True, description="rows a question names by position (first, last), "
+                            "extreme value (most, lowest) or sequence (the rows beside the one it "
+                            "names: before, after) go first (pilar.packing.cues)")
 
     # ingestion limits (bad input)
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1)

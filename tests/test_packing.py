@@ -5,6 +5,7 @@ gate drops unrelated expanded pages, packets never exceed their budget."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -392,6 +393,57 @@ def test_a_row_whose_key_cell_the_question_names_joins_the_prefilter_and_leads(s
     chosen = UnitSelector(store.embedder, lambda ids: {}, prefilter=1, cues=False).select(
         q, [(0, u) for u in [note, *rows]])
     assert {s.unit.unit_id for s in chosen} == {"n", "m2"}
+
+
+def test_a_misspelled_column_name_still_names_its_column_for_an_extreme_value():
+    from pilar.packing.cues import cue_units
+
+    rows = [_mountain(i, name, feet, parent) for i, (name, feet, parent) in enumerate([
+        ("Lhotse", "27,940", "Everest"), ("Everest", "29,029", "-"),
+        ("Makalu", "27,838", "Everest")], start=1)]
+    pairs = [(0, u) for u in rows]
+    # "heigt" is one edit from "height": the Height column's largest value, not the Rank's
+    assert [u.unit_id for u in cue_units("which mountain has the greatest heigt?", pairs,
+                                         rows)] == ["m2"]
+    assert [u.unit_id for u in cue_units("which mountain has the smallest heigt?", pairs,
+                                         rows)] == ["m3"]
+    # two edits away, or a short word one edit away, names nothing
+    assert cue_units("which mountain has the greatest hieght?", pairs, rows) == []
+    assert cue_units("which mountain has the greatest fx?", pairs, rows) == []
+
+
+def test_a_sequence_cue_brings_the_rows_beside_the_row_the_question_names(store: Pilar):
+    from pilar.packing.cues import neighbour_units
+
+    rows = [_mountain(i, name, feet, parent) for i, (name, feet, parent) in enumerate([
+        ("Everest", "29,029", "-"), ("K2", "28,251", "Everest"),
+        ("Kangchenjunga", "28,169", "Everest"), ("Lhotse", "27,940", "Everest"),
+        ("Makalu", "27,838", "Everest"), ("Cho Oyu", "26,864", "Everest")], start=1)]
+    q = "which mountain is listed just before lhotse?"
+    pairs = [(0, u) for u in rows]
+    # the rows above and below Lhotse's (row 4) hold none of the question's words
+    assert [u.unit_id for u in neighbour_units(q, pairs, rows)] == ["m3", "m5"]
+    assert neighbour_units("which mountain is lhotse's parent?", pairs, rows) == []
+    assert neighbour_units("which mountain comes after the list?", pairs, rows) == []
+    # two named rows: the one naming more question words first, else the better ranked
+    q2 = "which mountain comes after k2 or lhotse?"
+    assert [u.unit_id for u in neighbour_units(q2, pairs, rows)] == ["m1", "m3", "m5"]
+    assert [u.unit_id for u in neighbour_units(q2, pairs, rows[::-1])] == ["m3", "m5", "m1"]
+    q3 = "which mountain comes after k2 or lhotse at 27,940?"  # m4: 3 words, m2 and m5: 1
+    assert [u.unit_id for u in neighbour_units(q3, pairs, rows)] == ["m3", "m5", "m1"]
+    assert [u.unit_id for u in neighbour_units(q3, pairs, rows[::-1])] == ["m3", "m6"]
+    # the best page's table first: a copy of the table on a better page leads
+    better = [(0, replace(u, unit_id=f"b{u.row_index}", doc_id="doc2")) for u in rows]
+    assert [u.unit_id for u in neighbour_units(q3, better + [(1, u) for u in rows],
+                                               rows)] == ["b3", "b5", "b1"]
+    # in selection they lead, above the named row, within the cue limit of the budget
+    chosen = [s.unit.unit_id for s in store.selector.select(q, [(0, u) for u in rows],
+                                                            budget=1024)]
+    assert chosen[:2] == ["m3", "m5"] and "m4" in chosen[:5]
+    plain = UnitSelector(store.embedder, lambda ids: {}, cues=False).select(
+        q, [(0, u) for u in rows])
+    assert [s.unit.unit_id for s in plain][0] == "m4"
+    assert store.selector.select(q, [(0, u) for u in rows], budget=255)[0].unit.unit_id == "m4"
 
 
 @pytest.mark.parametrize("stem, question, answer", [

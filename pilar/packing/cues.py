@@ -10,15 +10,21 @@ anchor pages that never reach the reader. This module finds those rows by
 structure, not words: for an ordinal cue (``first``, ``last``...) the first
 or last body row of the most relevant tables; for a superlative cue
 (``most``, ``lowest``, ``oldest``...) the rows holding the largest or
-smallest number in the numeric columns whose header the question names.
-:class:`pilar.packing.selection.UnitSelector` puts them at the top of its
-ranking, so they are packed first; their cost is a few rows of the budget.
+smallest number in the numeric columns whose header the question names;
+for a sequence cue (``before``, ``after``, ``next``, ``preceded``...) the
+rows beside the row the question names ("what championship was played just
+before the US Open?": the row above the US Open's, which holds none of the
+question's words). :class:`pilar.packing.selection.UnitSelector` puts them
+at the top of its ranking, so they are packed first; their cost is a few
+rows of the budget.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+
+from rapidfuzz.distance import Levenshtein
 
 from pilar.model import Unit
 from pilar.packing.terms import tokens
@@ -31,6 +37,10 @@ MOST = frozenset({"most", "largest", "highest", "biggest", "greatest", "longest"
 LEAST = frozenset({"least", "smallest", "lowest", "fewest", "shortest", "minimum", "min",
                    "lightest", "worst", "earliest"})
 EITHER = frozenset({"oldest", "youngest"})  # an age (largest) or a date (smallest)
+# a row's neighbour; not "above" / "below", which mostly bound a value ("above 1,000 m")
+SEQUENCE = frozenset({"before", "after", "previous", "preceding", "preceded", "precedes",
+                      "prior", "next", "following", "followed", "follows", "succeeded",
+                      "succeeds", "succeeding", "subsequent"})
 
 MAX_CUE_UNITS = 7
 """At most this many cue rows per question (each costs one row of the budget)."""
@@ -42,6 +52,8 @@ BEST_PAGE_CUES = 4
 """Cue rows taken from the best page's tables; each other page gives at most one."""
 MIN_ROWS = 3
 """A table needs this many body rows for a position or an extreme to mean anything."""
+NAMED_ROWS = 2
+"""Rows named by the question whose neighbours a sequence cue brings (best first)."""
 
 _NUMBER = re.compile(r"[-\u2212]?\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
@@ -72,6 +84,57 @@ def cue_words(question: str) -> tuple[bool, bool, bool, bool]:
             bool(words & LEAST) or either)
 
 
+def neighbour_units(question: str, units: Sequence[tuple[int, Unit]], ranked: Sequence[Unit],
+                    limit: int | None = None) -> list[Unit]:
+    """For a question with a sequence cue (:data:`SEQUENCE`), the body rows
+    next to the rows it names: the row above, then the row below (table
+    order), of each of the first :data:`NAMED_ROWS` named rows. Both sides,
+    since a table may run either way in time. A named row is a body row of a
+    table (as :func:`cue_units` reads ``units``, ``(page_rank, unit)``)
+    whose cells hold question words: the best page's first, then the most
+    distinct words, then the order of ``ranked`` (units in selection order,
+    best first). At most ``limit`` (and :data:`MAX_CUE_UNITS`) rows, no
+    named one; empty without a cue."""
+    if not set(re.findall(r"[a-z]+", question.lower())) & SEQUENCE:
+        return []
+    tables, page_rank = _tables(units)
+    q = set(tokens(question))
+    order = {u.unit_id: i for i, u in enumerate(ranked)}
+    named = [(page_rank[key], -hits, order.get(u.unit_id, len(order)), i, key)
+             for key, rows in tables.items() if _eligible(rows)
+             for i, u in enumerate(rows) if (hits := len(q & set(tokens(u.text))))]
+    anchors = [(key, i) for *_, i, key in sorted(named, key=lambda t: t[:4])[:NAMED_ROWS]]
+    skip = {tables[key][i].unit_id for key, i in anchors}
+    out: dict[str, Unit] = {}
+    for key, i in anchors:
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(tables[key]) and tables[key][j].unit_id not in skip:
+                out.setdefault(tables[key][j].unit_id, tables[key][j])
+    return list(out.values())[:min(MAX_CUE_UNITS, limit or MAX_CUE_UNITS)]
+
+
+def _tables(units: Sequence[tuple[int, Unit]]) -> tuple[dict[tuple[str, int, int], list[Unit]],
+                                                        dict[tuple[str, int, int], int]]:
+    """The body rows of ``units`` (``(page_rank, unit)``) by table (doc_id,
+    page, table index), in ``row_index`` order, and each table's page rank."""
+    tables: dict[tuple[str, int, int], list[Unit]] = {}
+    page_rank: dict[tuple[str, int, int], int] = {}
+    for rank, u in units:
+        if u.kind == "row" and u.table_index is not None and u.row_index is not None:
+            key = (u.doc_id, u.page, u.table_index)
+            tables.setdefault(key, []).append(u)
+            page_rank[key] = min(rank, page_rank.get(key, rank))
+    for rows in tables.values():
+        rows.sort(key=lambda u: u.row_index)
+    return tables, page_rank
+
+
+def _eligible(rows: list[Unit]) -> bool:
+    """Whether a table's rows make a table cues read: at least :data:`MIN_ROWS`
+    body rows under at least two named columns (not an infobox)."""
+    return len(rows) >= MIN_ROWS and sum(1 for h in _headers(rows) if h.strip()) >= 2
+
+
 def cue_units(question: str, units: Sequence[tuple[int, Unit]],
               ranked: Iterable[Unit], limit: int | None = None) -> list[Unit]:
     """The rows of ``units`` (``(page_rank, unit)``, 0 = the best page) that
@@ -96,23 +159,16 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
     first, last, most, least = cue_words(question)
     if not (first or last or most or least):
         return []
-    tables: dict[tuple[str, int, int], list[Unit]] = {}
-    page_rank: dict[tuple[str, int, int], int] = {}
-    for rank, u in units:
-        if u.kind == "row" and u.table_index is not None and u.row_index is not None:
-            key = (u.doc_id, u.page, u.table_index)
-            tables.setdefault(key, []).append(u)
-            page_rank[key] = min(rank, page_rank.get(key, rank))
+    tables, page_rank = _tables(units)
     met: dict[tuple[str, int, int], int] = {}
     for u in ranked:
         met.setdefault((u.doc_id, u.page, u.table_index), len(met))
     q = set(tokens(question))
     eligible = []
     for key, rows in tables.items():
-        rows.sort(key=lambda u: u.row_index)
-        headers = _headers(rows)
-        if len(rows) >= MIN_ROWS and sum(1 for h in headers if h.strip()) >= 2:
-            named = sum(len(q & set(tokens(h))) for h in headers)
+        if _eligible(rows):
+            headers = _headers(rows)
+            named = sum(len(_named_words(q, h)) for h in headers)
             eligible.append((page_rank[key], -named, met.get(key, len(met)), key, headers))
     best_page: list[tuple] = []  # the best page's tables, most relevant first
     others: dict[tuple[str, int], tuple] = {}  # each other page's most relevant table
@@ -147,7 +203,7 @@ def _cue_rows(entries: list[tuple], tables: dict, q: set[str],
         years = [c for c, h in enumerate(headers)
                  if set(tokens(h)) & _TIME and _numeric(rows, c, True)]
         numeric = [c for c in range(len(headers)) if c in years or _numeric(rows, c, False)]
-        named = [c for c in numeric if q & set(tokens(headers[c]))]
+        named = [c for c in numeric if _named_words(q, headers[c])]
         # "which year had the most ...": the year is what is asked, not compared
         measures = [c for c in named if c not in years] or \
             ([c for c in numeric if "age" in tokens(headers[c])] if EITHER & q else [])
@@ -165,6 +221,22 @@ def _cue_rows(entries: list[tuple], tables: dict, q: set[str],
 
 
 _TIME = frozenset({"year", "season", "date"})
+FUZZY_MIN = 5
+"""Words of at least this many letters name a header one edit away
+("vicitims" names "Victims"); shorter ones only when equal."""
+
+
+def _named_words(q: set[str], header: str) -> set[str]:
+    """The header tokens of ``header`` that question tokens ``q`` name:
+    equal, or for words of :data:`FUZZY_MIN` letters or more, one
+    Levenshtein edit apart (a misspelled column name)."""
+    out = set()
+    for h in tokens(header):
+        if h in q or (len(h) >= FUZZY_MIN and any(
+                len(w) >= FUZZY_MIN and Levenshtein.distance(w, h, score_cutoff=1) <= 1
+                for w in q)):
+            out.add(h)
+    return out
 
 
 def _headers(rows: list[Unit]) -> tuple[str, ...]:

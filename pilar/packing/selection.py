@@ -24,7 +24,7 @@ import numpy as np
 
 from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
-from pilar.packing.cues import MAX_CUE_UNITS, cue_units
+from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
 from pilar.packing.terms import term_counts, tokens
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
 
@@ -185,11 +185,16 @@ class UnitSelector:
     def _with_cues(self, question: str, units: list[tuple[int, Unit]], lexical: np.ndarray,
                    scored: list[ScoredUnit], limit: int) -> list[ScoredUnit]:
         """``scored`` with at most ``limit`` rows the question points at by
-        position or extreme value (:func:`pilar.packing.cues.cue_units`)
-        moved or added to the top, scored just above the best unit; at most
-        ``prefilter``."""
-        cues = cue_units(question, units, [s.unit for s in scored], limit) \
-            if self.cues and limit > 0 else []
+        position or extreme value (:func:`pilar.packing.cues.cue_units`) or
+        as the neighbours of a row it names
+        (:func:`pilar.packing.cues.neighbour_units`) moved or added to the
+        top, scored just above the best unit; at most ``prefilter``."""
+        if not self.cues or limit <= 0:
+            return scored
+        ranked = [s.unit for s in scored]
+        cues = list({u.unit_id: u for u in [
+            *cue_units(question, units, ranked, limit),
+            *neighbour_units(question, units, ranked, limit)]}.values())[:limit]
         if not cues:
             return scored
         where = {u.unit_id: (rank, float(lex)) for (rank, u), lex in zip(units, lexical)}
