@@ -10,6 +10,7 @@ from config (:func:`pilar.stores.open_stores`).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 PAGE_CACHE = 1024
 """Pages whose supports and units a :class:`Pilar` keeps in memory for packing."""
+_WORDY = re.compile(r"[^\W_]")
+"""A letter or digit: a question without one has nothing to search for."""
 
 
 def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
@@ -204,7 +207,8 @@ class Pilar:
         ``collections`` and ``doc_ids`` (None = all) limit the pages, inside
         the index's BM25 and kNN queries and for expanded pages alike.
 
-        Raises ``ValueError`` for an empty question, one longer than
+        Raises ``ValueError`` for an empty question, one without a letter or
+        digit (punctuation, control or format characters only), one longer than
         ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
         :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
         profile; ``TypeError`` when ``budget`` or ``k`` is not an int (or the
@@ -214,6 +218,8 @@ class Pilar:
         model cannot be loaded."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
+        if not _WORDY.search(question):
+            raise ValueError("the question has no words (no letter or digit)")
         limit = self.settings.max_query_chars
         if len(question) > limit:
             raise ValueError(f"the question is {len(question):,} characters, over the "

@@ -251,6 +251,8 @@ def test_bad_files_get_one_clear_reason_and_the_batch_goes_on(tmp_path: Path, ho
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"question": "  "}, "question is empty"),
+    ({"question": "?!., -- ..."}, "the question has no words"),
+    ({"question": "\x01\x1b\x7f\u200b\u202e\u0301"}, "the question has no words"),
     ({"question": "kanpur", "budget": 0}, "budget must be at least 32"),
     ({"question": "kanpur", "budget": -5}, "budget must be at least 32"),
     ({"question": "kanpur", "k": 0}, "k must be at least 1"),
