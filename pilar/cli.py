@@ -68,7 +68,7 @@ def reported() -> Iterator[None]:
     """Turn pilar's errors into one ``error:`` line each and the exit code:
     a bad setting (pydantic's validation, :class:`ConfigError`) exits 2,
     any other :class:`PilarError` (no store, an empty store, a store that
-    cannot be opened) exits 1."""
+    cannot be opened) exits 1, Ctrl-C exits 130."""
     from pydantic import ValidationError
 
     from pilar.errors import ConfigError, PilarError
@@ -84,6 +84,8 @@ def reported() -> Iterator[None]:
         fail(str(exc), 2)
     except PilarError as exc:
         fail(str(exc), 1)
+    except KeyboardInterrupt:  # Ctrl-C: documents written so far stay, whole
+        fail("interrupted", 130)
 
 
 def command(*args, **kwargs):

@@ -332,3 +332,36 @@ def test_search_help_shows_defaults_and_limits(tmp_path: Path):
     assert "--k N pages to rank, at least 1 [default: PILAR_TOP_K or 10]" in text
     assert "--collection NAME only documents of this collection" in text
     assert "<bool>" not in r.stdout and "<list[str]>" not in r.stdout
+
+
+def test_ctrl_c_stops_an_ingest_with_one_line_and_keeps_whole_documents(tmp_path, wtq_pages):
+    """Ctrl-C reaches the whole process group, parse workers too: the run
+    ends with ``error: interrupted`` and exit 130, no worker traceback, and
+    the documents written before it are whole (the store opens and lists them)."""
+    import signal
+    import sqlite3
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
+    env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    files = sorted(str(f) for f in wtq_pages.glob("*.html"))[:60]
+    proc = subprocess.Popen([PILAR, "ingest", *files, "--home", str(tmp_path), "--workers", "2"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    db, written, deadline = tmp_path / "pilar.sqlite", 0, time.monotonic() + 300
+    while not written and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        if db.exists():
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                try:
+                    written = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+                except sqlite3.OperationalError:  # the schema is not there yet
+                    pass
+    assert proc.poll() is None, "the ingest ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "error: interrupted"
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    listed = json.loads(pilar("docs", "--json", "--home", str(tmp_path), cwd=tmp_path).stdout)
+    assert written <= len(listed) < len(files)

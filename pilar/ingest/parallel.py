@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -139,8 +140,10 @@ _page_queue = None
 
 def _start_worker(queue) -> None:
     """Worker initializer: freeze what the fork inherited (see the module
-    docstring) and keep the page-report queue."""
+    docstring), keep the page-report queue and leave Ctrl-C (SIGINT, sent to
+    the whole process group) to the writing process, which stops the run."""
     global _page_queue
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()
     _page_queue = queue
 
