@@ -129,8 +129,10 @@ def main_options(version: Annotated[bool, typer.Option(
 
 
 def clip(text: str, limit: int = ECHO_CHARS) -> str:
-    """``text`` on one line, cut to ``limit`` characters with a note of the rest."""
-    flat = " ".join(text.split())
+    """``text`` on one line, cut to ``limit`` characters with a note of the
+    rest; a control or format character is shown escaped (``\\x1b``), never
+    sent to the terminal."""
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))
     if len(flat) <= limit:
         return flat
     return f"{flat[:limit]}... ({len(flat):,} characters)"
@@ -429,6 +431,8 @@ def delete(doc_id: Annotated[str, typer.Argument(metavar="DOC_ID",
                                                  help="a doc_id from `pilar docs`")],
            home: HomeOpt = None) -> None:
     """Delete a document (by DOC_ID, see `pilar docs`)."""
+    if not doc_id.strip():
+        fail("the document id is empty (see `pilar docs`)", 2)
     if not _open(home, create=False).delete(doc_id):
         fail(f"no document {doc_id}")
     err.print(f"deleted {escape(doc_id)}")

@@ -144,6 +144,19 @@ def test_search_is_quiet_on_stderr_and_echoes_a_clipped_question(store: Path, tm
     assert "Kanpur" in r.stdout
 
 
+def test_control_characters_in_a_question_are_echoed_escaped(store: Path, tmp_path: Path):
+    r = pilar("search", "kanpur \x1b[31m tallest\u202e", "--home", str(store), cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    assert r.stdout.splitlines()[0].strip() == "pages for: kanpur \\x1b[31m tallest\\u202e"
+    assert "\x1b" not in r.stdout and "\u202e" not in r.stdout
+
+
+def test_an_empty_document_id_is_a_bad_argument(store: Path, tmp_path: Path):
+    r = pilar("delete", " ", "--home", str(store), cwd=tmp_path)
+    assert (r.code, r.stderr.splitlines()) == \
+        (2, ["error: the document id is empty (see `pilar docs`)"])
+
+
 def test_overlong_question_is_refused(store: Path, tmp_path: Path):
     r = pilar("search", "x" * 5000, "--home", str(store), cwd=tmp_path)
     assert (r.code, r.first) == (2, "error: the question is 5,000 characters, over the "
