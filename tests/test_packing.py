@@ -365,6 +365,18 @@ def test_a_unit_is_scored_by_its_runs_vector(store: Pilar):
             assert s.score == pytest.approx(0.4 * lex + 0.6 * cosine, abs=1e-5)
 
 
+MOUNTAINS = {"Everest": ("29,029", "-"), "K2": ("28,251", "Everest"),
+             "Kangchenjunga": ("28,169", "Everest"), "Lhotse": ("27,940", "Everest"),
+             "Makalu": ("27,838", "Everest"), "Cho Oyu": ("26,864", "Everest"),
+             "Skyang Kangri": ("24,754", "K2"), "Skil Brum": ("24,311", "K2")}
+"""Height (ft) and parent mountain of each mountain of the tables below."""
+
+
+def _mountains(*names: str) -> list[Unit]:
+    """Rows m1, m2... of one table of :data:`MOUNTAINS`, in the order given."""
+    return [_mountain(i, name, *MOUNTAINS[name]) for i, name in enumerate(names, start=1)]
+
+
 def _mountain(i: int, name: str, feet: str, parent: str) -> Unit:
     cells = (str(i), name, feet, parent)
     headers = ("Rank", "Mountain", "Height (ft)", "Parent mountain")
@@ -377,11 +389,7 @@ def _mountain(i: int, name: str, feet: str, parent: str) -> Unit:
 def test_a_row_whose_key_cell_the_question_names_joins_the_prefilter_and_leads(store: Pilar):
     # K2 is the key (Mountain) of one row and the parent of the others: the
     # question is about the row whose subject it is (PILAR §3.2)
-    rows = [_mountain(i, name, feet, parent) for i, (name, feet, parent) in enumerate([
-        ("Everest", "29,029", "-"), ("K2", "28,251", "Everest"),
-        ("Kangchenjunga", "28,169", "Everest"), ("Lhotse", "27,940", "Everest"),
-        ("Makalu", "27,838", "Everest"), ("Cho Oyu", "26,864", "Everest"),
-        ("Skyang Kangri", "24,754", "K2"), ("Skil Brum", "24,311", "K2")], start=1)]
+    rows = _mountains(*MOUNTAINS)
     note = Unit("n", "doc", 1, "paragraph", "Heights are in feet above sea level.",
                 "Highest mountains > Heights are in feet above sea level.", "sn",
                 ("Highest mountains",))
@@ -398,9 +406,7 @@ def test_a_row_whose_key_cell_the_question_names_joins_the_prefilter_and_leads(s
 def test_a_misspelled_column_name_still_names_its_column_for_an_extreme_value():
     from pilar.packing.cues import cue_units
 
-    rows = [_mountain(i, name, feet, parent) for i, (name, feet, parent) in enumerate([
-        ("Lhotse", "27,940", "Everest"), ("Everest", "29,029", "-"),
-        ("Makalu", "27,838", "Everest")], start=1)]
+    rows = _mountains("Lhotse", "Everest", "Makalu")
     pairs = [(0, u) for u in rows]
     # "heigt" is one edit from "height": the Height column's largest value, not the Rank's
     assert [u.unit_id for u in cue_units("which mountain has the greatest heigt?", pairs,
@@ -415,10 +421,7 @@ def test_a_misspelled_column_name_still_names_its_column_for_an_extreme_value():
 def test_a_sequence_cue_brings_the_rows_beside_the_row_the_question_names(store: Pilar):
     from pilar.packing.cues import neighbour_units
 
-    rows = [_mountain(i, name, feet, parent) for i, (name, feet, parent) in enumerate([
-        ("Everest", "29,029", "-"), ("K2", "28,251", "Everest"),
-        ("Kangchenjunga", "28,169", "Everest"), ("Lhotse", "27,940", "Everest"),
-        ("Makalu", "27,838", "Everest"), ("Cho Oyu", "26,864", "Everest")], start=1)]
+    rows = _mountains(*list(MOUNTAINS)[:6])
     q = "which mountain is listed just before lhotse?"
     pairs = [(0, u) for u in rows]
     # the rows above and below Lhotse's (row 4) hold none of the question's words

@@ -1,5 +1,6 @@
-"""Order and extreme cues: table rows that a question names by position or
-by an extreme value rather than by their words.
+"""Order, extreme and sequence cues: table rows that a question names by
+position, by an extreme value or as the neighbour of a row, rather than by
+their words.
 
 "What is the first category listed?", "which area covers the most land in
 square kilometres?": the answer's row shares no words with the question, so
@@ -72,13 +73,19 @@ def number(cell: str) -> float | None:
 
 
 _BOUNDS = re.compile(r"\b(?:at|no) (?:least|most)\b")  # a bound, not an extreme
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def _words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` as cue words are matched (not stems)."""
+    return set(_LETTERS.findall(text.lower()))
 
 
 def cue_words(question: str) -> tuple[bool, bool, bool, bool]:
     """``(first, last, most, least)``: which cues ``question`` carries
     (lower-cased words, not stems: "firsts" is no cue; "at least 3" is a
     bound, not an extreme)."""
-    words = set(re.findall(r"[a-z]+", _BOUNDS.sub(" ", question.lower())))
+    words = _words(_BOUNDS.sub(" ", question.lower()))
     either = bool(words & EITHER)
     return (bool(words & FIRST), bool(words & LAST), bool(words & MOST) or either,
             bool(words & LEAST) or either)
@@ -95,7 +102,7 @@ def neighbour_units(question: str, units: Sequence[tuple[int, Unit]], ranked: Se
     distinct words, then the order of ``ranked`` (units in selection order,
     best first). At most ``limit`` (and :data:`MAX_CUE_UNITS`) rows, no
     named one; empty without a cue."""
-    if not set(re.findall(r"[a-z]+", question.lower())) & SEQUENCE:
+    if not _words(question) & SEQUENCE:
         return []
     tables, page_rank = _tables(units)
     q = set(tokens(question))
@@ -168,8 +175,9 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
     for key, rows in tables.items():
         if _eligible(rows):
             headers = _headers(rows)
-            named = sum(len(_named_words(q, h)) for h in headers)
-            eligible.append((page_rank[key], -named, met.get(key, len(met)), key, headers))
+            names = [_named_words(q, h) for h in headers]  # per column, read again by _cue_rows
+            eligible.append((page_rank[key], -sum(map(len, names)), met.get(key, len(met)), key,
+                             headers, names))
     best_page: list[tuple] = []  # the best page's tables, most relevant first
     others: dict[tuple[str, int], tuple] = {}  # each other page's most relevant table
     best = min((e[0] for e in eligible), default=0)
@@ -193,17 +201,19 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
 
 def _cue_rows(entries: list[tuple], tables: dict, q: set[str],
               cues: tuple[bool, bool, bool, bool]) -> list[Unit]:
-    """The cue rows of the tables of ``entries``: rows picked by value, then
-    rows picked by position, each in table order (see :func:`cue_units`)."""
+    """The cue rows of the tables of ``entries`` (``(..., key, headers,
+    names)``: ``names`` the question words naming each column): rows picked
+    by value, then rows picked by position, each in table order (see
+    :func:`cue_units`)."""
     first, last, most, least = cues
     by_value: list[Unit] = []
     by_position: list[Unit] = []
-    for *_, key, headers in entries:
+    for *_, key, headers, names in entries:
         rows = tables[key]
         years = [c for c, h in enumerate(headers)
                  if set(tokens(h)) & _TIME and _numeric(rows, c, True)]
         numeric = [c for c in range(len(headers)) if c in years or _numeric(rows, c, False)]
-        named = [c for c in numeric if _named_words(q, headers[c])]
+        named = [c for c in numeric if names[c]]
         # "which year had the most ...": the year is what is asked, not compared
         measures = [c for c in named if c not in years] or \
             ([c for c in numeric if "age" in tokens(headers[c])] if EITHER & q else [])
@@ -230,13 +240,9 @@ def _named_words(q: set[str], header: str) -> set[str]:
     """The header tokens of ``header`` that question tokens ``q`` name:
     equal, or for words of :data:`FUZZY_MIN` letters or more, one
     Levenshtein edit apart (a misspelled column name)."""
-    out = set()
-    for h in tokens(header):
-        if h in q or (len(h) >= FUZZY_MIN and any(
-                len(w) >= FUZZY_MIN and Levenshtein.distance(w, h, score_cutoff=1) <= 1
-                for w in q)):
-            out.add(h)
-    return out
+    fuzzy = [w for w in q if len(w) >= FUZZY_MIN]
+    return {h for h in tokens(header) if h in q or (len(h) >= FUZZY_MIN and any(
+        Levenshtein.distance(w, h, score_cutoff=1) <= 1 for w in fuzzy))}
 
 
 def _headers(rows: list[Unit]) -> tuple[str, ...]:
