@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import sqlite3
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,12 +39,17 @@ def pilar(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Run:
     """Run ``pilar ARGS`` with this tree on PYTHONPATH, no PILAR_* settings
     from the caller's environment, in ``cwd`` (so no stray ``.env`` is read)."""
     assert PILAR, "the pilar entry point is not installed (pip install -e .)"
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
-    base.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                COLUMNS="200")
-    base.update(env or {})
-    proc = subprocess.run([PILAR, *args], cwd=cwd, env=base, capture_output=True, text=True)
+    proc = subprocess.run([PILAR, *args], cwd=cwd, env=_env(env), capture_output=True, text=True)
     return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment ``pilar`` runs in: this tree on PYTHONPATH, offline
+    models, 200 columns, no PILAR_* settings of the caller's, then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
+    env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               COLUMNS="200")
+    return env | (extra or {})
 
 
 @pytest.fixture(scope="module")
@@ -351,16 +359,10 @@ def test_ctrl_c_stops_an_ingest_with_one_line_and_keeps_whole_documents(tmp_path
     """Ctrl-C reaches the whole process group, parse workers too: the run
     ends with ``error: interrupted`` and exit 130, no worker traceback, and
     the documents written before it are whole (the store opens and lists them)."""
-    import signal
-    import sqlite3
-    import time
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
-    env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     files = sorted(str(f) for f in wtq_pages.glob("*.html"))[:60]
     proc = subprocess.Popen([PILAR, "ingest", *files, "--home", str(tmp_path), "--workers", "2"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     db, written, deadline = tmp_path / "pilar.sqlite", 0, time.monotonic() + 300
     while not written and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
