@@ -101,7 +101,9 @@ def neighbour_units(question: str, units: Sequence[tuple[int, Unit]], ranked: Se
     whose cells hold question words: the best page's first, then the most
     distinct words, then the order of ``ranked`` (units in selection order,
     best first). At most ``limit`` (and :data:`MAX_CUE_UNITS`) rows, no
-    named one; empty without a cue."""
+    named one; empty without a cue. Our addition to Tessera §3.4's
+    selection, as the order and extreme cues are (§4.6 counts such rows
+    among the answers that never reach the reader)."""
     if not _words(question) & SEQUENCE:
         return []
     tables, page_rank = _tables(units)
