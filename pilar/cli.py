@@ -27,6 +27,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings
+from pilar.graph.neo4j_guard import RULES
 
 app = typer.Typer(help="pilar: page-grounded evidence for document question answering.",
                   no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -460,28 +461,28 @@ def _param(text: str) -> tuple[str, object]:
         return key, value
 
 
-@command()
+@command(help="Run a READ-ONLY Cypher query on the Neo4j graph and print JSON rows: "
+              f"{RULES}, else it is refused (exit 2). Rows are cut at --limit and at "
+              "PILAR_CYPHER_MAX_BYTES; a query past --timeout is ended by the server (exit 1).")
 def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-only Cypher query")],
            param: Annotated[Optional[list[str]], typer.Option(
                "--param", "-p", metavar="KEY=VALUE", help="KEY=VALUE (VALUE read as JSON when it parses)")] = None,
            timeout: Annotated[float, typer.Option(
                metavar="SECONDS", help="seconds before the server aborts")] = 30.0,
-           limit: Annotated[int, typer.Option(metavar="ROWS", help="row cap")] = 1000,
+           limit: Annotated[int, typer.Option(min=1, max=10_000, metavar="ROWS",
+                                              help="row cap")] = 1000,
            home: HomeOpt = None) -> None:
-    """Run a READ-ONLY Cypher query on the Neo4j graph and print JSON rows."""
+    """Run a read-only Cypher query (help text above: it names the refused kinds)."""
     from pilar.graph.explore import CypherError
 
     params = dict(_param(p) for p in param or [])
     try:
         result = _open(home, create=False).cypher(query, params, timeout=timeout, row_cap=limit)
     except CypherError as exc:
-        kind = "refused (client error)" if exc.is_client_error else "failed"
-        err.print(f"[red]query {kind}:[/] {escape(str(exc))}")
-        raise typer.Exit(1) from None
+        fail(str(exc), 2 if exc.is_client_error and not exc.timed_out else 1)
     out.print_json(json.dumps({"columns": result.columns, "rows": result.rows}, ensure_ascii=False))
-    if result.truncated:
-        err.print(f"[yellow]cut at the row cap of {result.row_cap} rows; "
-                  f"use --limit or LIMIT to see more[/]")
+    if result.message:
+        err.print(f"[yellow]{escape(result.message)}[/]")
 
 
 # the commands of the other faces register themselves on ``app``

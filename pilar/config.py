@@ -215,6 +215,10 @@ class Settings(BaseSettings):
     api_allowed_hosts: str = Field("", description="Host headers /mcp accepts besides "
                                    "localhost (comma-separated host:port patterns; * = any)")
 
+    cypher_max_bytes: int = Field(
+        1024 * 1024, ge=1, description="bytes of rows (compact UTF-8 JSON) a read-only Cypher "
+        "query returns at most; the rest is cut with a message, as at the row cap")
+
     neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"))
     neo4j_username: str | None = Field(
         None, validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username")

@@ -484,6 +484,10 @@ class Pilar:
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
                row_cap: int = 1000):
         """Run a read-only Cypher query on the graph
-        (:meth:`pilar.graph.GraphStore.cypher`); raises
-        :class:`~pilar.errors.ConfigError` when the graph is not on Neo4j."""
-        return self.graph.cypher(query, params, timeout=timeout, row_cap=row_cap)
+        (:meth:`pilar.graph.GraphStore.cypher`), its rows cut at ``row_cap``
+        and at ``PILAR_CYPHER_MAX_BYTES``; raises
+        :class:`~pilar.graph.explore.CypherError` for a refused, failed or
+        timed-out query and :class:`~pilar.errors.ConfigError` when the
+        graph is not on Neo4j."""
+        return self.graph.cypher(query, params, timeout=timeout, row_cap=row_cap,
+                                 byte_cap=self.settings.cypher_max_bytes)

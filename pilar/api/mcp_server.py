@@ -24,6 +24,7 @@ from pilar.api.auth import OPEN, Access, Keyring
 from pilar.api.models import (AnswerRequest, AnswerResponse, CypherRequest, CypherResponse,
                               PageOut, SearchRequest, SearchResponse)
 from pilar.errors import LLMError, ReaderNotConfiguredError
+from pilar.graph.neo4j_guard import RULES
 
 INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence packets: call "
                 "`search` with the question, cite packet lines by their [n] markers (or call "
@@ -94,7 +95,9 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
         return page_out(found)
 
     @server.tool(description="Run a READ-ONLY Cypher query on pilar's Neo4j graph (Document, "
-                             "Page, Support, Provenance, Assertion, Entity nodes); rows as JSON.")
+                             "Page, Support, Provenance, Assertion, Entity nodes); rows as JSON, "
+                             "cut at `limit` rows and at the server's byte cap (`message` says "
+                             f"which); {RULES}, else it is refused.")
     def cypher(query: str, ctx: Context, params: dict[str, Any] | None = None,
                limit: int = 1000) -> CypherResponse:
         if not caller(ctx).unlimited:

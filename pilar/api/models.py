@@ -377,7 +377,9 @@ class CypherRequest(BaseModel):
 class CypherResponse(BaseModel):
     columns: list[str]
     rows: list[dict[str, Any]]
-    truncated: bool
+    truncated: bool = Field(description="a cap cut the rows (the request's limit or the "
+                                        "server's byte cap, PILAR_CYPHER_MAX_BYTES)")
+    message: str | None = Field(None, description="which cap cut the rows, when one did")
 
 
 class EntityOut(Record):

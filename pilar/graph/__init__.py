@@ -87,9 +87,12 @@ class GraphStore(Protocol):
         uses; False if it was not stored."""
         ...
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
-               row_cap: int = 1000):
-        """Run a read-only Cypher query (:func:`pilar.graph.explore.run_read_query`).
-        Raises :class:`pilar.errors.ConfigError` on a backend without Cypher."""
+               row_cap: int = 1000, byte_cap: int = 1024 * 1024):
+        """Run a read-only Cypher query (:func:`pilar.graph.explore.run_read_query`):
+        refused unless its plan only reads, ended by the server after
+        ``timeout`` seconds, cut at ``row_cap`` rows or ``byte_cap`` bytes.
+        Raises :class:`pilar.graph.explore.CypherError`, or
+        :class:`pilar.errors.ConfigError` on a backend without Cypher."""
         ...
     def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]: ...
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]: ...

@@ -1,40 +1,68 @@
-"""Read-only Cypher exploration for analysts (``pilar cypher``).
+"""Read-only Cypher exploration for analysts (``pilar cypher``, ``/v1/cypher``,
+the MCP ``cypher`` tool).
 
-Queries run in a READ access-mode transaction, so the server itself refuses
-writes (CREATE, MERGE, SET, DELETE, writing procedures); each query has a
-timeout (seconds) and a row cap; results become JSON-safe values (nodes,
-relationships and paths as dicts).
+A query is first planned with ``EXPLAIN`` and refused unless its plan only
+reads the graph (:mod:`pilar.graph.neo4j_guard`: no ``LOAD CSV``, no
+procedure outside an allow-list, no ``SHOW``/administration command, no
+write); then it runs in a READ access-mode transaction (the server refuses
+writes a second time) with a server-side timeout (seconds: the server ends
+the transaction), a row cap and a byte cap. Results become JSON-safe values
+(nodes, relationships and paths as dicts).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from pilar.errors import PilarError
+from pilar.graph.neo4j_guard import refusal
+
+HOME_DATABASE = "EXPLAIN RETURN 1"
+"""Planned (never run) beside a query to learn the session's database."""
+TIMED_OUT = ("Neo.ClientError.Transaction.TransactionTimedOut",
+             "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration")
+"""Neo4j's status codes of a transaction the server ended at its timeout."""
+FETCH_SIZE = 100
+"""Records the driver fetches per round trip: the byte cap is checked between them."""
+PLANNED = "EXPLAIN "
+"""Put before a query to plan it without running it."""
+_POSITION = re.compile(r"\(line (\d+), column (\d+) \(offset: (\d+)\)\)")
 
 
 class CypherError(PilarError):
-    """The server refused or failed the query; ``code`` is Neo4j's status code
-    (``Neo.ClientError...`` for a client error such as a write in read mode)."""
+    """The query was refused or failed; ``code`` is Neo4j's status code
+    (``Neo.ClientError...`` for a client error such as a write in read mode,
+    a syntax error or the timeout), None when pilar refused it itself or the
+    driver failed."""
 
-    def __init__(self, message: str, code: str | None = None):
+    def __init__(self, message: str, code: str | None = None, refused: bool = False):
         super().__init__(message)
         self.code = code
+        self.refused = refused
 
     @property
     def is_client_error(self) -> bool:
-        return bool(self.code and self.code.startswith("Neo.ClientError"))
+        """The query is at fault (refused, invalid, too slow), not the server."""
+        return self.refused or bool(self.code and self.code.startswith("Neo.ClientError"))
+
+    @property
+    def timed_out(self) -> bool:
+        """The server ended the transaction at the query's timeout."""
+        return self.code in TIMED_OUT
 
 
 @dataclass(slots=True)
 class CypherResult:
-    """Columns, rows (JSON-safe) and whether the row cap cut the result."""
+    """Columns, rows (JSON-safe), and whether a cap cut the result
+    (``message`` says which: the row cap or the byte cap)."""
 
     columns: list[str]
     rows: list[dict[str, Any]]
     truncated: bool
-    row_cap: int
+    message: str | None = None
 
 
 def to_json_value(value: Any) -> Any:
@@ -66,37 +94,81 @@ def to_json_value(value: Any) -> Any:
 
 def run_read_query(driver, query: str, params: dict[str, Any] | None = None, *,
                    database: str | None = None, timeout: float = 30.0,
-                   row_cap: int = 1000) -> CypherResult:
+                   row_cap: int = 1000, byte_cap: int = 1024 * 1024) -> CypherResult:
     """Run ``query`` read-only with bound ``params``.
 
-    At most ``row_cap`` rows are returned (``truncated`` says if more
-    existed); the server aborts the transaction after ``timeout`` seconds.
-    Raises :class:`CypherError` (a client error for writes in read mode,
-    syntax errors and timeouts).
+    Before it runs, its ``EXPLAIN`` plan is checked
+    (:func:`pilar.graph.neo4j_guard.refusal`). At most ``row_cap`` rows and
+    ``byte_cap`` bytes of rows (as compact UTF-8 JSON) are returned
+    (``truncated`` and ``message`` say when more existed); the server ends
+    the transaction after ``timeout`` seconds. Raises :class:`CypherError`:
+    ``refused`` for a query the plan check refuses, a client error for
+    writes in read mode, syntax errors and the timeout (``timed_out``).
     """
     import neo4j
 
+    def check(tx):
+        summary = tx.run(PLANNED + query, params or {}).consume()
+        why = refusal(summary.plan, summary.query_type, database or summary.database)
+        if why or database:
+            return why
+        home = tx.run(HOME_DATABASE).consume().database  # a USE clause may name another
+        return refusal({"operatorType": f"Plan@{summary.database}"}, "r", home)
+
     def work(tx):
         result = tx.run(query, params or {})
-        rows, truncated = [], False
+        rows, size, message = [], 0, None
         for record in result:
+            row = {k: to_json_value(v) for k, v in record.items()}
+            size += len(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode())
             if len(rows) >= row_cap:
-                truncated = True
+                message = (f"cut at the row cap of {row_cap:,} rows; raise the limit or page "
+                           "with SKIP and LIMIT")
+            elif size > byte_cap:
+                message = (f"cut at the byte cap of {byte_cap:,} bytes of rows "
+                           f"(PILAR_CYPHER_MAX_BYTES) after {len(rows):,} rows; return fewer "
+                           "or smaller values, or page with SKIP and LIMIT")
+            if message:
                 break
-            rows.append({k: to_json_value(v) for k, v in record.items()})
-        keys = list(result.keys())
-        result.consume()
-        return keys, rows, truncated
+            rows.append(row)
+        return list(result.keys()), rows, message
 
+    planned = False
     try:
-        with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS) as session:
-            tx_fn = neo4j.unit_of_work(timeout=timeout)(work)
-            columns, rows, truncated = session.execute_read(tx_fn)
+        with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS,
+                            fetch_size=FETCH_SIZE) as session:
+            why = session.execute_read(neo4j.unit_of_work(timeout=timeout)(check))
+            planned = True
+            if why:
+                raise CypherError(f"query refused: {why}", refused=True)
+            columns, rows, message = session.execute_read(
+                neo4j.unit_of_work(timeout=timeout)(work))
     except neo4j.exceptions.Neo4jError as exc:
-        raise CypherError(f"{exc.code}: {exc.message}", exc.code) from None
+        if exc.code in TIMED_OUT:
+            raise CypherError(f"query stopped: it ran past its timeout of {timeout:g} s "
+                              "(the server ended it)", exc.code) from None
+        kind = "refused" if (exc.code or "").startswith("Neo.ClientError") else "failed"
+        shift = 0 if planned else len(PLANNED)
+        raise CypherError(f"query {kind}: {exc.code}: {_first_line(exc.message, shift)}",
+                          exc.code) from None
     except neo4j.exceptions.DriverError as exc:
-        raise CypherError(f"driver error: {exc}") from None
-    return CypherResult(columns, rows, truncated, row_cap)
+        raise CypherError(f"query failed: driver error: {exc}") from None
+    return CypherResult(columns, rows, message is not None, message)
+
+
+def _first_line(message: str | None, shift: int) -> str:
+    """The first line of a server error ``message``, its position (``line
+    L, column C (offset: O)``) moved back by ``shift`` characters on the
+    first line: the length of :data:`PLANNED` for an error found while
+    planning, so it points into the query as the user wrote it."""
+    first = (message or "").splitlines()[0] if message else ""
+    match = _POSITION.search(first)
+    if not match or not shift:
+        return first
+    line, column, offset = (int(g) for g in match.groups())
+    column = column - shift if line == 1 else column
+    return (f"{first[:match.start()]}(line {line}, column {max(column, 1)} "
+            f"(offset: {max(offset - shift, 0)})){first[match.end():]}")
 
 
 MAX_DEPTH = 3

@@ -330,9 +330,10 @@ class Neo4jGraphStore:
         return deleted
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
-               row_cap: int = 1000):
-        """A read-only query in a READ transaction (:func:`pilar.graph.explore.run_read_query`)."""
+               row_cap: int = 1000, byte_cap: int = 1024 * 1024):
+        """A read-only query, its plan checked first, in a READ transaction
+        (:func:`pilar.graph.explore.run_read_query`)."""
         from pilar.graph.explore import run_read_query
 
         return run_read_query(self.driver, query, params, database=self.database,
-                              timeout=timeout, row_cap=row_cap)
+                              timeout=timeout, row_cap=row_cap, byte_cap=byte_cap)

@@ -399,7 +399,7 @@ class SqliteGraphStore:
             return deleted
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
-               row_cap: int = 1000):
+               row_cap: int = 1000, byte_cap: int = 1024 * 1024):
         """Cypher needs a graph server: always raises :class:`ConfigError`."""
         raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
 

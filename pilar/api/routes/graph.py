@@ -13,6 +13,7 @@ from pilar.api.models import (CypherRequest, CypherResponse, EntityList, EntityO
                               NeighborhoodOut, PageRef, Problem)
 from pilar.config import Settings
 from pilar.graph.explore import MAX_DEPTH, CypherError
+from pilar.graph.neo4j_guard import RULES
 
 
 def neighborhood_out(found, titles: dict[str, str] | None = None) -> NeighborhoodOut:
@@ -30,15 +31,17 @@ def neighborhood_out(found, titles: dict[str, str] | None = None) -> Neighborhoo
 
 def run_cypher(pilar, req: CypherRequest) -> CypherResponse:
     """One read-only query (REST and MCP); 501 on the embedded store, 422 for
-    a query the server refuses (a write, a syntax error). The facade's
-    :class:`~pilar.errors.ConfigError` (no Neo4j) becomes the 501."""
+    a query refused before it runs (LOAD CSV, a procedure outside the
+    allow-list, SHOW and administration commands, a write: see
+    :mod:`pilar.graph.neo4j_guard`), one the server refuses (a syntax error)
+    or one the server ended at its timeout; 503 when the server fails. The
+    facade's :class:`~pilar.errors.ConfigError` (no Neo4j) becomes the 501."""
     try:
         result = pilar.cypher(req.query, req.params, timeout=req.timeout, row_cap=req.limit)
     except CypherError as exc:
-        if exc.is_client_error:
-            raise HTTPException(422, f"query refused: {exc}") from None
-        raise HTTPException(503, f"query failed: {exc}") from None
-    return CypherResponse(columns=result.columns, rows=result.rows, truncated=result.truncated)
+        raise HTTPException(422 if exc.is_client_error else 503, str(exc)) from None
+    return CypherResponse(columns=result.columns, rows=result.rows, truncated=result.truncated,
+                          message=result.message)
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -47,10 +50,12 @@ def routes(settings: Settings) -> APIRouter:
                                   422: {"model": Problem}})
 
     @router.post("/cypher", response_model=CypherResponse,
-                 responses={403: {"model": Problem}, 501: {"model": Problem}})
+                 responses={403: {"model": Problem}, 501: {"model": Problem}},
+                 description=f"Run a read-only Cypher query: {RULES}, else 422. A query past "
+                             "`timeout` is ended by the server (422); rows are cut at `limit` "
+                             "and at the server's byte cap (`message` says which). Needs a key "
+                             "not limited to collections; 501 on the embedded store.")
     def cypher(pilar: PilarDep, caller: Unlimited, req: CypherRequest) -> CypherResponse:
-        """Run a read-only Cypher query (READ access mode: the server refuses
-        writes). Needs a key not limited to collections; 501 on the embedded store."""
         return run_cypher(pilar, req)
 
     @router.get("/entities", response_model=EntityList)

@@ -8,6 +8,7 @@ import java.nio.file.Paths;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
@@ -21,6 +22,8 @@ import org.neo4j.harness.Neo4j;
 import org.neo4j.harness.Neo4jBuilders;
 import org.neo4j.io.ByteUnit;
 
+import inet.ipaddr.IPAddressString;
+
 /**
  * Test-only launcher: starts a real Neo4j 5.26 server in-process (neo4j-harness).
  *
@@ -33,6 +36,11 @@ import org.neo4j.io.ByteUnit;
  *   <li>Data in a fresh temporary folder (env NEO4J_DATA_DIR to choose its parent),
  *       deleted on shutdown.</li>
  *   <li>Page cache from env NEO4J_PAGECACHE_MB (default 128).</li>
+ *   <li>{@code LOAD CSV} closed as in docker-compose.yml: file URLs refused
+ *       ({@code dbms.security.allow_csv_import_from_file_urls=false}), the import folder an
+ *       empty one inside the data folder ({@code server.directories.import}), and every
+ *       address refused for URL loading ({@code internal.dbms.cypher_ip_blocklist}, so an
+ *       {@code http://} URL is never fetched).</li>
  * </ul>
  *
  * When ready, prints exactly two lines to stdout: the bolt URI ({@code bolt://127.0.0.1:7687})
@@ -52,6 +60,7 @@ public final class Neo4jLauncher {
                 ? Files.createTempDirectory("pilar-neo4j-")
                 : Files.createTempDirectory(Files.createDirectories(Paths.get(parent)), "pilar-neo4j-");
 
+        Path imports = Files.createDirectories(base.resolve("import-empty"));
         SocketAddress bolt = new SocketAddress("127.0.0.1", port);
         Neo4j neo4j = Neo4jBuilders.newInProcessBuilder(base)
                 .withDisabledServer()
@@ -63,6 +72,10 @@ public final class Neo4jLauncher {
                 .withConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
                 .withConfig(GraphDatabaseSettings.auth_enabled, false)
                 .withConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(pageCacheMb))
+                .withConfig(GraphDatabaseSettings.allow_file_urls, false)
+                .withConfig(GraphDatabaseSettings.load_csv_file_url_root, imports)
+                .withConfig(GraphDatabaseInternalSettings.cypher_ip_blocklist,
+                            List.of(new IPAddressString("0.0.0.0/0"), new IPAddressString("::/0")))
                 // Netty's default graceful-shutdown quiet period makes close() take ~12 s.
                 .withConfig(GraphDatabaseInternalSettings.netty_server_shutdown_quiet_period, 0)
                 .withConfig(GraphDatabaseInternalSettings.netty_server_shutdown_timeout, Duration.ofSeconds(3))
