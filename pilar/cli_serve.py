@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pilar.cli import HomeOpt, _pilar, app, err, fail
+from pilar.cli import HomeOpt, _pilar, app, err, fail, reported
+from pilar.config import Settings
 from pilar.errors import PilarError
 
 
@@ -21,14 +22,21 @@ def serve(host: Annotated[str, typer.Option(
           workers: Annotated[int, typer.Option(
               min=1, metavar="N", help="server processes")] = 1,
           home: HomeOpt = None) -> None:
-    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn."""
+    """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn.
+
+    With PILAR_API_ALLOWED_HOSTS empty, /mcp accepts the Host headers of
+    localhost and of HOST (unless HOST is every interface, 0.0.0.0 or ::)."""
     import uvicorn
 
-    from pilar.api.app import server_logging
+    from pilar.api.app import served_hosts, server_logging
 
     if home is not None:
         os.environ["PILAR_HOME"] = str(home)
     _check_listen(host, port)
+    with reported():
+        allowed = Settings().api_allowed_hosts
+    if not allowed.strip():  # for this process and the workers it starts
+        os.environ["PILAR_API_ALLOWED_HOSTS"] = served_hosts(host)
     server_logging()
     if workers == 1:
         from pilar.api import create_app

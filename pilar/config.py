@@ -213,7 +213,8 @@ class Settings(BaseSettings):
         1024 * 1024 * 1024, ge=1, description="largest multipart upload (all files of one request)")
     api_max_upload_files: int = Field(100, ge=1, description="files per upload request at most")
     api_allowed_hosts: str = Field("", description="Host headers /mcp accepts besides "
-                                   "localhost (comma-separated host:port patterns; * = any)")
+                                   "localhost (comma-separated host:port patterns; * = any); "
+                                   "empty = the address `pilar serve --host` binds")
 
     cypher_max_bytes: int = Field(
         1024 * 1024, ge=1, description="bytes of rows (compact UTF-8 JSON) a read-only Cypher "

@@ -59,6 +59,19 @@ class PilarAPI(FastAPI):
         return self.openapi_schema
 
 
+WILDCARDS = ("", "0.0.0.0", "::")
+"""Bind addresses that name every interface rather than one host."""
+
+
+def served_hosts(host: str) -> str:
+    """The ``PILAR_API_ALLOWED_HOSTS`` entry of the address ``pilar serve
+    --host`` binds (``10.0.0.5`` -> ``10.0.0.5:*``, ``::1`` -> ``[::1]:*``);
+    empty for a wildcard address (every interface names no one host)."""
+    if host in WILDCARDS:
+        return ""
+    return f"[{host}]:*" if ":" in host else f"{host}:*"
+
+
 def _mcp_security(settings):
     from mcp.server.transport_security import TransportSecuritySettings
 
