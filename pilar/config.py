@@ -216,6 +216,10 @@ class Settings(BaseSettings):
                                    "localhost (comma-separated host:port patterns; * = any); "
                                    "empty = the address `pilar serve --host` binds")
 
+    api_image_cache_bytes: int = Field(
+        64 * 1024 * 1024, ge=0, description="PNG bytes of page renders kept in memory per server "
+        "process (least recently used out first); 0 = render on every request")
+
     cypher_max_bytes: int = Field(
         1024 * 1024, ge=1, description="bytes of rows (compact UTF-8 JSON) a read-only Cypher "
         "query returns at most; the rest is cut with a message, as at the row cap")

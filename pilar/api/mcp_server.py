@@ -36,7 +36,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
     """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools."""
     from pilar.api.routes.answer import ANSWER_DESCRIPTION, run_answer
     from pilar.api.routes.graph import run_cypher
-    from pilar.api.routes.pages import page_out
+    from pilar.api.routes.pages import MAX_SUPPORTS_LIMIT, SUPPORTS_LIMIT, page_out
     from pilar.api.routes.search import SEARCH_DESCRIPTION, run_search
 
     # warnings and errors only: the SDK's INFO records (a line per request) are noise
@@ -87,12 +87,17 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
 
     @server.tool(description="A page (id `doc_id:number`, as cited by `search`): its text and "
                              "supports with provenance (section path, bbox in PDF points, "
-                             "table cell).")
-    def get_page(page_id: str, ctx: Context) -> PageOut:
+                             f"table cell), `limit` supports (1 to {MAX_SUPPORTS_LIMIT}) from "
+                             "`offset`; `next_offset` is where the next slice starts, null "
+                             "at the end.")
+    def get_page(page_id: str, ctx: Context, offset: int = 0,
+                 limit: int = SUPPORTS_LIMIT) -> PageOut:
+        if offset < 0 or not 1 <= limit <= MAX_SUPPORTS_LIMIT:
+            raise ToolError(f"offset must be 0 or more and limit 1 to {MAX_SUPPORTS_LIMIT}")
         found = scoping.page(pilar, caller(ctx), page_id)
         if found is None:
             raise ToolError("no such page")
-        return page_out(found)
+        return page_out(found, pilar.row_headers(page_id), offset, limit)
 
     @server.tool(description="Run a READ-ONLY Cypher query on pilar's Neo4j graph (Document, "
                              "Page, Support, Provenance, Assertion, Entity nodes); rows as JSON, "

@@ -358,9 +358,15 @@ class PageOut(BaseModel):
     title: str = ""
     media_type: str = ""
     n_pages: int = Field(0, description="pages of the document")
-    supports: list[SupportOut]
+    supports: list[SupportOut] = Field(description="``limit`` supports from ``offset``, in page order")
+    supports_total: int = Field(description="supports of the page in all")
+    offset: int = Field(0, description="index of the first support returned")
+    limit: int = Field(description="supports returned at most")
+    next_offset: int | None = Field(None, description="``offset`` of the next slice of supports; "
+                                                      "null when this slice is the last")
     headers: dict[str, list[str]] = Field(
-        {}, description="column headers (header paths) of each table-row support: {support_id: [...]}")
+        {}, description="column headers (header paths) of each table-row support returned: "
+                        "{support_id: [...]}")
 
 
 # -- graph exploration -------------------------------------------------------------

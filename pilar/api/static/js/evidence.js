@@ -7,6 +7,7 @@
 import { blobUrl, call, seg } from "./api.js";
 import { fill, h } from "./dom.js";
 
+const SUPPORTS_SLICE = 1000; // the most /v1/pages/{id} returns at once
 const panel = () => document.getElementById("evidence");
 let imageUrl = null;
 let opened = 0;
@@ -26,7 +27,7 @@ export async function openPage(target) {
   pane.dataset.state = "loading";
   const body = document.getElementById("ev-body");
   fill(body, h("p.muted", {}, "loading…"));
-  const page = await call(`/v1/pages/${seg(target.page_id)}`);
+  const page = await wholePage(target.page_id);
   if (ticket !== opened) return; // a later click won
   const cited = new Set(target.support_ids || []);
   const { supports } = page;
@@ -51,6 +52,20 @@ export async function openPage(target) {
     const below = mark.getBoundingClientRect().top - pane.getBoundingClientRect().top;
     pane.scrollTop = Math.max(0, below - pane.clientHeight / 3);
   }
+}
+
+/** The page with every support: /v1/pages/{id} serves them a slice at a
+ * time (`limit` from `offset`; `next_offset` null on the last slice). */
+async function wholePage(pageId) {
+  const path = `/v1/pages/${seg(pageId)}?limit=${SUPPORTS_SLICE}`;
+  const page = await call(path);
+  while (page.next_offset !== null) {
+    const more = await call(`${path}&offset=${page.next_offset}`);
+    page.supports.push(...more.supports);
+    Object.assign(page.headers, more.headers);
+    page.next_offset = more.next_offset;
+  }
+  return page;
 }
 
 function navigation(page) {
