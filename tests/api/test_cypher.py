@@ -1,0 +1,75 @@
+"""``POST /v1/cypher`` and the MCP ``cypher`` tool on the served Neo4j: every
+refusal a 422 problem (a tool error over MCP) naming what was refused, a
+query past its timeout a 422, a result over the byte cap cut with a message.
+The kinds refused are tested one by one in tests/test_cypher_guard.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.shared import FULL
+
+SLOW = "UNWIND range(1, 100000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x) AS n"
+REFUSED = {
+    "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l":
+        "query refused: LOAD CSV is not allowed (it reads files and URLs)",
+    "SHOW USERS": "query refused: administration commands are not allowed",
+    "SHOW PROCEDURES": "query refused: SHOW commands are not allowed",
+    "MERGE (n:Hack {x: 1}) RETURN n": "query refused: writes are not allowed",
+}
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def on_neo4j(served):
+    if served["backend"] != "neo4j":
+        pytest.skip("Cypher needs the graph on Neo4j (the embedded store answers 501)")
+    return served
+
+
+def test_refusals_and_timeouts_are_422_problems(on_neo4j):
+    full = on_neo4j["full"]
+    for query, detail in REFUSED.items():
+        r = full.post("/v1/cypher", json={"query": query})
+        assert (r.status_code, r.headers["content-type"]) == (422, "application/problem+json")
+        assert r.json()["detail"] == detail
+    r = full.post("/v1/cypher", json={"query": SLOW, "timeout": 0.5})
+    assert r.status_code == 422
+    assert r.json()["detail"] == ("query stopped: it ran past its timeout of 0.5 s "
+                                  "(the server ended it)")
+    assert full.post("/v1/cypher", json={"query": "MATCH (n:Hack) RETURN count(n) AS c"}
+                     ).json()["rows"] == [{"c": 0}]
+
+
+def test_a_result_over_the_byte_cap_is_cut_with_a_message(on_neo4j):
+    r = on_neo4j["full"].post("/v1/cypher", json={
+        "query": "UNWIND range(1, 200000) AS i RETURN collect(i) AS all"})
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["columns"], body["rows"], body["truncated"]) == (["all"], [], True)
+    assert body["message"].startswith("cut at the byte cap of 1,048,576 bytes of rows "
+                                      "(PILAR_CYPHER_MAX_BYTES) after 0 rows")
+    whole = on_neo4j["full"].post("/v1/cypher", json={"query": "RETURN 1 AS one"}).json()
+    assert whole == {"columns": ["one"], "rows": [{"one": 1}], "truncated": False, "message": None}
+
+
+@pytest.mark.anyio
+async def test_mcp_cypher_refusal_is_a_tool_error(on_neo4j):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = on_neo4j["server"].url + "/mcp"
+    async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            refused = await client.call_tool("cypher", {
+                "query": "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l"})
+            fine = await client.call_tool("cypher", {"query": "RETURN 1 AS one"})
+    assert refused.is_error
+    assert refused.content[0].text.endswith(
+        "query refused: LOAD CSV is not allowed (it reads files and URLs)")
+    assert fine.structured_content["rows"] == [{"one": 1}]
