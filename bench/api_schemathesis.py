@@ -63,8 +63,9 @@ def main() -> None:
     # a slow answer is waited for instead of counted as a network error.
     reader_timeout = float(os.environ.get("PILAR_READER_TIMEOUT", "300"))
     slow = {"PILAR_READER_TIMEOUT": str(reader_timeout), "PILAR_LLM_MAX_RETRIES": "0"} if reader else {}
+    # no rate limit: the fuzzer sends one key's requests as fast as the server answers
     server = ApiServer(tmp / "home", {"PILAR_API_KEYS": KEY, "PILAR_INGEST_ROOTS": str(corpus),
-                                      **graph, **slow}).start()
+                                      "PILAR_API_RATE_LIMIT": "", **graph, **slow}).start()
     skip = [] if args.neo4j_uri else ["--exclude-path", "/v1/cypher"]
     if not reader:
         skip += ["--exclude-path", "/v1/answer", "--exclude-path", "/v1/eval"]

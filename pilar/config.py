@@ -216,6 +216,10 @@ class Settings(BaseSettings):
                                    "localhost (comma-separated host:port patterns; * = any); "
                                    "empty = the address `pilar serve --host` binds")
 
+    api_rate_limit: str = Field(
+        "120/minute", description="requests per caller (API key, else client address) and "
+        "costly operation (search, answer, upload, eval, page image, cypher), in the limits "
+        "library's notation ('120/minute', '10/second;500/hour'); empty = no limit")
     api_image_cache_bytes: int = Field(
         64 * 1024 * 1024, ge=0, description="PNG bytes of page renders kept in memory per server "
         "process (least recently used out first); 0 = render on every request")
@@ -248,6 +252,19 @@ class Settings(BaseSettings):
         if name and name.startswith(("/", ".", "~")) and not Path(name).expanduser().exists():
             raise PydanticCustomError("model", "no such model folder")
         return name
+
+    @field_validator("api_rate_limit")
+    @classmethod
+    def _rate_limit_parses(cls, spec: str) -> str:
+        from limits import parse_many
+
+        if spec.strip():
+            try:
+                parse_many(spec)
+            except ValueError:
+                raise PydanticCustomError("rate_limit", "not a rate limit such as '120/minute' "
+                                          "or '10/second;500/hour'") from None
+        return spec.strip()
 
     @field_validator("home", mode="before")
     @classmethod

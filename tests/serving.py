@@ -23,12 +23,15 @@ def free_port() -> int:
 
 class ApiServer:
     """``pilar serve`` in a child process with ``env`` added to the
-    environment; :meth:`start` waits for ``/healthz``."""
+    environment, listening on ``host`` (a loopback address); :meth:`start`
+    waits for ``/healthz``."""
 
-    def __init__(self, home: Path, env: dict[str, str] | None = None, log: Path | None = None):
+    def __init__(self, home: Path, env: dict[str, str] | None = None, log: Path | None = None,
+                 host: str = "127.0.0.1"):
         self.home = Path(home)
+        self.host = host
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.env = {**os.environ, "PILAR_HOME": str(self.home), "PYTHONPATH": str(ROOT),
                     "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
         self.log = log or self.home / "server.log"
@@ -38,7 +41,8 @@ class ApiServer:
         self.home.mkdir(parents=True, exist_ok=True)
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pilar", "serve", "--port", str(self.port)], env=self.env,
+            [sys.executable, "-m", "pilar", "serve", "--host", self.host, "--port", str(self.port)],
+            env=self.env,
             stdout=out, stderr=subprocess.STDOUT, cwd=self.home)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

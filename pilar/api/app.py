@@ -14,6 +14,7 @@ from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.jobs import IngestWorker, JobStore
 from pilar.api.mcp_server import build_mcp
+from pilar.api.ratelimit import RateLimiter
 from pilar.api.routes import answer, documents, evaluation, graph, health, pages, search, web
 
 ROUTERS = [health.routes, documents.routes, search.routes, answer.routes, evaluation.routes,
@@ -91,12 +92,13 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     Settings come from ``pilar.settings``: ``PILAR_API_KEYS``,
     ``PILAR_INGEST_ROOTS``, ``PILAR_API_CORS_ORIGINS``, the body and upload
-    limits. Starting the app (its lifespan) marks jobs left unfinished by a
+    limits, ``PILAR_API_RATE_LIMIT``, ``PILAR_API_IMAGE_CACHE_BYTES``. Starting the app (its lifespan) marks jobs left unfinished by a
     stopped server failed and starts the ingest worker. Raises
     :class:`~pilar.errors.ConfigError` for a malformed ``PILAR_API_KEYS``."""
     settings = pilar.settings
     keyring = Keyring(parse_keys(settings.api_keys))
-    mcp = build_mcp(pilar, keyring)
+    limiter = RateLimiter(settings.api_rate_limit)
+    mcp = build_mcp(pilar, keyring, limiter)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                       json_response=True,
                                       transport_security=_mcp_security(settings))
@@ -122,7 +124,7 @@ def create_app(pilar: Pilar) -> FastAPI:
                               "ingest, search (the agent tool), answers with citations, "
                               "evaluation, pages, graph exploration.",
                   max_body_size=settings.api_max_body_bytes)
-    app.state.pilar, app.state.keyring = pilar, keyring
+    app.state.pilar, app.state.keyring, app.state.rate_limiter = pilar, keyring, limiter
     problems.install(app)
     for routes in ROUTERS:
         app.include_router(routes(settings))

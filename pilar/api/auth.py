@@ -101,12 +101,17 @@ class Keyring:
     def authenticate(self, headers: Mapping[str, str]) -> Access | None:
         """The access for request ``headers`` (``Authorization: Bearer`` or
         ``X-API-Key``), None when refused."""
-        presented = headers.get("x-api-key")
-        auth = headers.get("authorization", "")
-        scheme, _, token = auth.partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            presented = token.strip()
-        return self.check(presented)
+        return self.check(presented(headers))
+
+
+def presented(headers: Mapping[str, str]) -> str | None:
+    """The key request ``headers`` present (``Authorization: Bearer KEY``
+    wins over ``X-API-Key: KEY``), None without one."""
+    found = headers.get("x-api-key")
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        found = token.strip()
+    return found
 
 
 UNAUTHORIZED = HTTPException(401, "a valid API key is needed (Authorization: Bearer KEY "

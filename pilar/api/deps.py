@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 
 from pilar import Pilar
-from pilar.api.auth import Access, access, unlimited
+from pilar.api.auth import Access, access, presented, unlimited
+from pilar.api.models import Problem
+from pilar.api.ratelimit import caller_id
 
 
 def get_pilar(request: Request) -> Pilar:
@@ -20,3 +22,25 @@ Caller = Annotated[Access, Depends(access)]
 """The caller's access (401 when keys are on and none matches)."""
 Unlimited = Annotated[Access, Depends(unlimited)]
 """A caller whose key sees every collection (403 otherwise)."""
+
+
+def rate_limit(operation: str):
+    """A route dependency counting the request against the caller's
+    ``PILAR_API_RATE_LIMIT`` for ``operation`` (authentication first, so an
+    invalid key is a 401, not counted); 429 with ``Retry-After`` when over it."""
+
+    def limited(request: Request, caller: Access = Depends(access)) -> None:
+        keys = request.app.state.keyring.enabled
+        who = caller_id(presented(request.headers) if keys else None,
+                        request.client.host if request.client else None)
+        refused = request.app.state.rate_limiter.refusal(operation, who)
+        if refused:
+            message, wait = refused
+            raise HTTPException(429, message, headers={"Retry-After": str(wait)})
+
+    return Depends(limited)
+
+
+RATE_LIMITED = {429: {"model": Problem, "description": "over PILAR_API_RATE_LIMIT for this key "
+                      "(or address); the Retry-After header says when to try again"}}
+"""The answer of a route with :func:`rate_limit`, for its OpenAPI ``responses``."""

@@ -20,9 +20,10 @@ from pydantic import ValidationError
 
 from pilar import Pilar
 from pilar.api import scoping
-from pilar.api.auth import OPEN, Access, Keyring
+from pilar.api.auth import OPEN, Access, Keyring, presented
 from pilar.api.models import (AnswerRequest, AnswerResponse, CypherRequest, CypherResponse,
                               PageOut, SearchRequest, SearchResponse)
+from pilar.api.ratelimit import RateLimiter, caller_id
 from pilar.errors import LLMError, ReaderNotConfiguredError
 from pilar.graph.neo4j_guard import RULES
 
@@ -32,8 +33,10 @@ INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence pa
                 "page with `get_page`, explore the graph with read-only `cypher` (Neo4j only).")
 
 
-def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
-    """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools."""
+def build_mcp(pilar: Pilar, keyring: Keyring, limiter: RateLimiter | None = None) -> MCPServer:
+    """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools;
+    over HTTP the ``search``, ``answer`` and ``cypher`` calls count against
+    ``limiter`` (the REST routes' own, so a caller has one budget per operation)."""
     from pilar.api.routes.answer import ANSWER_DESCRIPTION, run_answer
     from pilar.api.routes.graph import run_cypher
     from pilar.api.routes.pages import MAX_SUPPORTS_LIMIT, SUPPORTS_LIMIT, page_out
@@ -42,7 +45,8 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
     # warnings and errors only: the SDK's INFO records (a line per request) are noise
     server = MCPServer("pilar", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def caller(ctx: Context) -> Access:
+    def caller(ctx: Context, operation: str | None = None) -> Access:
+        """The call's access; with ``operation``, counted against the rate limit."""
         try:
             headers = ctx.headers
         except ValueError:  # no request context: an in-process call
@@ -52,6 +56,13 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
         found = keyring.authenticate(headers)
         if found is None:
             raise ToolError("a valid API key is needed")
+        if operation and limiter is not None:
+            client = getattr(ctx.request_context.request, "client", None)
+            who = caller_id(presented(headers) if keyring.enabled else None,
+                            client.host if client else None)
+            refused = limiter.refusal(operation, who)
+            if refused:
+                raise ToolError(refused[0])
         return found
 
     def refuse(exc: Exception) -> ToolError:
@@ -68,7 +79,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
         try:
             req = SearchRequest(query=query, budget_tokens=budget_tokens, k=k, profile=profile,
                                 doc_ids=doc_ids, collections=collections)
-            return run_search(pilar, caller(ctx), req)
+            return run_search(pilar, caller(ctx, "search"), req)
         except (ValidationError, ValueError, TypeError) as exc:
             raise refuse(exc) from None
 
@@ -79,7 +90,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
         try:
             req = AnswerRequest(question=question, budget_tokens=budget_tokens, k=k,
                                 profile=profile, doc_ids=doc_ids, collections=collections)
-            return run_answer(pilar, caller(ctx), req)
+            return run_answer(pilar, caller(ctx, "answer"), req)
         except (ValidationError, ValueError, TypeError, ReaderNotConfiguredError) as exc:
             raise refuse(exc) from None
         except LLMError as exc:
@@ -105,7 +116,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring) -> MCPServer:
                              f"which); {RULES}, else it is refused.")
     def cypher(query: str, ctx: Context, params: dict[str, Any] | None = None,
                limit: int = 1000) -> CypherResponse:
-        if not caller(ctx).unlimited:
+        if not caller(ctx, "cypher").unlimited:
             raise ToolError("cypher needs a key that is not limited to collections")
         try:
             return run_cypher(pilar, CypherRequest(query=query, params=params or {}, limit=limit))

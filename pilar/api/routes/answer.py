@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.sse import EventSourceResponse, format_sse_event
 
 from pilar.api import scoping
-from pilar.api.deps import Caller, PilarDep
+from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
 from pilar.api.models import AnswerRequest, AnswerResponse, Problem, answer_response
 from pilar.config import Settings
 from pilar.errors import LLMError
@@ -71,7 +71,8 @@ def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["answer"],
                        responses={401: {"model": Problem}, 422: {"model": Problem}})
 
-    @router.post("/answer", response_model=AnswerResponse, responses={
+    @router.post("/answer", response_model=AnswerResponse, dependencies=[rate_limit("answer")],
+                 responses={**RATE_LIMITED,
         200: {"content": {SSE: {"itemSchema": SSE_ITEM}}, "description":
               "the answer (JSON), or with `stream` server-sent events: " + STREAM_DOC},
         502: {"model": Problem, "description": "the reader's model server failed"},

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Reques
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from pilar.api import scoping
-from pilar.api.deps import Caller, PilarDep
+from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
 from pilar.api.jobs import IngestWorker, JobStore, job_events_key, safe_name
 from pilar.api.models import (MAX_IDS, Deleted, DocumentList, DocumentOut, Job, JobAccepted,
                               PathsRequest, Problem)
@@ -83,6 +83,7 @@ def routes(settings: Settings) -> APIRouter:
             raise HTTPException(403, f"collection {collection!r} is outside this key's collections")
 
     @router.post("/documents", status_code=202, response_model=JobAccepted,
+                 dependencies=[rate_limit("upload")], responses=RATE_LIMITED,
                  max_body_size=settings.api_max_upload_bytes,
                  form_limits={"max_files": settings.api_max_upload_files, "max_fields": 10})
     def upload(request: Request, caller: Caller,
@@ -104,7 +105,8 @@ def routes(settings: Settings) -> APIRouter:
         return accepted(w.submit(job, stored))
 
     @router.post("/documents/paths", status_code=202, response_model=JobAccepted,
-                 responses={403: {"model": Problem}})
+                 dependencies=[rate_limit("upload")],
+                 responses={403: {"model": Problem}, **RATE_LIMITED})
     def ingest_paths(request: Request, caller: Caller, body: PathsRequest):
         """Queue an ingest job for files or folders on the server; only paths
         under ``PILAR_INGEST_ROOTS`` (after resolving symlinks) are accepted."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 
 from pilar.api import scoping
-from pilar.api.deps import Caller, PilarDep
+from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
 from pilar.api.models import EvalQuestion, EvalRequest, JobAccepted, Problem
 from pilar.api.routes.documents import accepted, ingest_roots, under_roots
 from pilar.config import Settings
@@ -34,7 +34,8 @@ def routes(settings: Settings) -> APIRouter:
         422: {"model": Problem}, 503: {"model": Problem}})
     roots = ingest_roots(settings)
 
-    @router.post("/eval", status_code=202, response_model=JobAccepted)
+    @router.post("/eval", status_code=202, response_model=JobAccepted,
+                 dependencies=[rate_limit("eval")], responses=RATE_LIMITED)
     def evaluate(pilar: PilarDep, caller: Caller, req: EvalRequest, request: Request):
         """Queue an evaluation: recall@k, MRR, support-chain coverage and
         evidence delivery per question, and with ``reader`` EM, ANLS and

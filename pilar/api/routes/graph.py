@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 
 from pilar.api import scoping
-from pilar.api.deps import Caller, PilarDep, Unlimited
+from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, Unlimited, rate_limit
 from pilar.api.models import (CypherRequest, CypherResponse, EntityList, EntityOut,
                               NeighborhoodOut, PageRef, Problem)
 from pilar.config import Settings
@@ -49,8 +49,8 @@ def routes(settings: Settings) -> APIRouter:
                        responses={401: {"model": Problem}, 404: {"model": Problem},
                                   422: {"model": Problem}})
 
-    @router.post("/cypher", response_model=CypherResponse,
-                 responses={403: {"model": Problem}, 501: {"model": Problem}},
+    @router.post("/cypher", response_model=CypherResponse, dependencies=[rate_limit("cypher")],
+                 responses={403: {"model": Problem}, 501: {"model": Problem}, **RATE_LIMITED},
                  description=f"Run a read-only Cypher query: {RULES}, else 422. A query past "
                              "`timeout` is ended by the server (422); rows are cut at `limit` "
                              "and at the server's byte cap (`message` says which). Needs a key "

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import Response
 
 from pilar.api import scoping
-from pilar.api.deps import Caller, PilarDep
+from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
 from pilar.api.images import PageImages, highlight
 from pilar.api.models import PageOut, Problem, SupportOut
 from pilar.config import Settings
@@ -62,8 +62,9 @@ def routes(settings: Settings) -> APIRouter:
         return page_out(visible(pilar, caller, page_id), pilar.row_headers(page_id), offset, limit)
 
     @router.get("/pages/{page_id}/image", response_class=Response,
+                dependencies=[rate_limit("page image")],
                 responses={200: {"content": {"image/png": {}}, "description": "the page as PNG"},
-                           409: {"model": Problem}, 422: {"model": Problem}})
+                           409: {"model": Problem}, 422: {"model": Problem}, **RATE_LIMITED})
     def page_image(pilar: PilarDep, caller: Caller, page_id: str,
                    highlight_ids: Annotated[str | None, Query(
                        alias="highlight", max_length=20_000,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from pilar.api import scoping
-from pilar.api.deps import Caller, PilarDep
+from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
 from pilar.api.models import Problem, SearchRequest, SearchResponse, search_response
 from pilar.config import Settings
 
@@ -37,7 +37,8 @@ def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["search"],
                        responses={401: {"model": Problem}, 422: {"model": Problem}})
 
-    @router.post("/search", response_model=SearchResponse)
+    @router.post("/search", response_model=SearchResponse, dependencies=[rate_limit("search")],
+                 responses=RATE_LIMITED)
     def search(pilar: PilarDep, caller: Caller, req: SearchRequest) -> SearchResponse:
         """Rank pages and pack cited evidence within ``budget_tokens`` (PILAR §3.4-3.5)."""
         return run_search(pilar, caller, req)
