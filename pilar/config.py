@@ -122,6 +122,26 @@ class Settings(BaseSettings):
     pdf_password: str | None = None
     pdf_max_pages: int = Field(5000, ge=1)
 
+    # parse budgets (pilar.ingest.parallel): every file is parsed in a worker
+    # process that is stopped past these
+    parse_memory_bytes: int = Field(
+        1024 * 1024 * 1024, ge=64 * 1024 * 1024,
+        description="memory one file's parse may add to its worker process (bytes, "
+        "address space over what the worker holds when the parse starts)")
+    parse_seconds: float = Field(
+        120.0, gt=0, description="wall-clock seconds one file's parse may take; the worker "
+        "is killed past it, even inside PyMuPDF's C code")
+
+    # per-page caps of a PDF, checked before the page's records are built;
+    # over one the file fails, naming the page and the setting
+    pdf_max_page_content_bytes: int = Field(
+        8 * 1024 * 1024, ge=1, description="bytes a page's content streams may inflate to "
+        "(counted while decoding, never held)")
+    pdf_max_page_chars: int = Field(
+        100_000, ge=1, description="characters of a page's text layer (or OCR text) at most")
+    pdf_max_page_units: int = Field(2000, ge=1, description="evidence units one page may yield")
+    pdf_max_page_supports: int = Field(4000, ge=1, description="supports one page may yield")
+
     # PDF parsing (PILAR §3.1, App. B.3, E.1; pilar.ingest.pdf)
     pdf_layout: Literal["onnx", "rules"] = Field(
         "onnx", description="block classifier: PyMuPDF's ONNX layout analyser or font rules")

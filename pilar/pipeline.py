@@ -186,15 +186,19 @@ class Pilar:
 
     def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
                     on_page: PageProgress | None = None) -> IngestResult:
-        """Ingest one file into ``collection`` in this process; never raises
-        for bad input (see :meth:`ingest`). A document of the same bytes that
-        a crash left unfinished is removed and written afresh. ``on_page(done,
-        total)`` is called as a PDF's pages are parsed.
+        """Ingest one file into ``collection``, parsed in one worker process
+        within the parse budgets (``PILAR_PARSE_MEMORY_BYTES``,
+        ``PILAR_PARSE_SECONDS``; :mod:`pilar.ingest.parallel`), never in this
+        process, whatever ``PILAR_WORKERS`` says: the server's ingest jobs
+        call this, and a hostile file must not take the server down. Never
+        raises for bad input (see :meth:`ingest`). A document of the same
+        bytes that a crash left unfinished is removed and written afresh.
+        ``on_page(done, total)`` is called as a PDF's pages are parsed.
 
         Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
         pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
         run = IngestRun(self.writer, self.embedder, self.settings, [Path(path)], collection)
-        return run.run(None, 0, on_page=pages)[0]
+        return run.run(None, 1, on_page=pages)[0]
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,

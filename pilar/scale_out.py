@@ -1,7 +1,8 @@
 """Scale-out ingest on a Ray cluster (the optional extra ``pilar[ray]``).
 
 :func:`ray_parse_many` runs the same parse stage as the local worker pool
-(:func:`pilar.ingest.parallel.parse_job`) and the embed stage
+(:func:`pilar.ingest.parallel.parse_many`: in a worker process within the
+parse budgets, killed with the Ray worker that started it) and the embed stage
 (:func:`pilar.retrieval.embeddings.page_vectors`) as one Ray task per file;
 the caller (:meth:`pilar.Pilar.ingest` with ``ray=``) stays the one writer,
 storing each document to the configured stores (Neo4j + Elasticsearch in
@@ -21,7 +22,7 @@ from typing import TypeVar
 
 from pilar.config import Settings
 from pilar.errors import ConfigError
-from pilar.ingest.parallel import Parsed, failure_reason, parse_job
+from pilar.ingest.parallel import Parsed, failure_reason, parse_many
 from pilar.retrieval.embeddings import Embedder, page_vectors
 
 T = TypeVar("T")
@@ -38,10 +39,13 @@ def _embedder(settings: Settings) -> Embedder:
 
 
 def parse_and_embed(data: bytes, uri: str, settings: Settings):
-    """One Ray task: :func:`parse_job`, then the document's page vectors;
+    """One Ray task: the parse, in a worker process of this Ray worker within
+    the parse budgets (:func:`~pilar.ingest.parallel.parse_many` with one
+    worker, which dies with this process), then the document's page vectors;
     ``(document | None, reason | None, stages, vectors | None)``; raises only
     :class:`ConfigError` (a bad setting)."""
-    parsed, reason, stages = parse_job(data, uri, settings)
+    (item,) = parse_many([(0, data, uri)], settings, 1)
+    parsed, reason, stages = item.document, item.reason, item.stages
     vectors = None
     if parsed is not None:
         t = time.perf_counter()

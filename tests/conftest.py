@@ -30,6 +30,22 @@ def hostile(shared_data: Path) -> Path:
     return shared_data / "hostile"
 
 
+@pytest.fixture(scope="session")
+def made_hostile() -> Path:
+    """The hostile PDFs of ``tests/fixtures/hostile/make.py`` (a 3.6 MB file
+    inflating to 1 GiB and others like it) with their ``index.jsonl``, made
+    once into ``~/.cache/pilar/hostile/<hash of the generator>``."""
+    import hashlib
+    import importlib.util
+
+    script = FIXTURES / "hostile" / "make.py"
+    key = hashlib.sha256(script.read_bytes()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location("hostile_make", script)
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    return make.make(Path.home() / ".cache" / "pilar" / "hostile" / key)
+
+
 SERVER_MARKERS = {
     "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
     "elasticsearch": ("ELASTICSEARCH_URL", "./scripts/test starts a real Elasticsearch"),

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from pilar.errors import IngestError
 
+_MUPDF_ALLOC = re.compile(r"\b(?:malloc|calloc|realloc) \([^)]*\) failed")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
@@ -29,3 +32,11 @@ def over_limit(what: str, size: int, limit: int, setting: str) -> IngestError:
     if shown == cap:
         shown, cap = f"{size:,} bytes", f"{limit:,}-byte"
     return IngestError(f"{what} is {shown}, over the {cap} limit ({setting})")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation refused: Python's ``MemoryError``, or
+    MuPDF's failed ``malloc``/``calloc``/``realloc`` (which PyMuPDF raises as
+    ``RuntimeError('code=2: realloc (78624 bytes) failed')``)."""
+    return isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError) and _MUPDF_ALLOC.search(str(exc)) is not None)

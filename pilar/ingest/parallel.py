@@ -1,32 +1,73 @@
-"""Parsing many files in worker processes, results in input order.
+"""Parsing many files in worker processes, within budgets, results in input order.
 
 :func:`parse_many` runs :func:`pilar.ingest.parse` (pages, supports,
 tables, units, then assertions and entities) for a stream of jobs in a pool
 of worker processes while the caller, the one writer, embeds and stores what
 comes back. At most ``2 * workers`` jobs are in flight, so a long file list
-never sits parsed in memory. Workers are forked (POSIX), so they start in
-milliseconds with the parsers already imported and the caller's script needs
-no ``__main__`` guard; a worker only parses: it never touches the caller's
-stores, model or threads. A worker freezes what it inherits (``gc.freeze``)
-before its first job: its cycle collector never finalises the caller's
-objects, such as an SQLite connection of another thread, whose finaliser
-would wait on a lock that thread held at the fork.
+never sits parsed in memory. A worker only parses: it never touches the
+caller's stores, model or threads.
+
+Budgets. Each file's parse may add at most ``settings.parse_memory_bytes``
+to its worker and take at most ``settings.parse_seconds``; past either the
+file fails with one line (``over the 1 GiB parse memory limit
+(PILAR_PARSE_MEMORY_BYTES)``, ``over the 120 s parse deadline
+(PILAR_PARSE_SECONDS)``), its worker is replaced and the batch goes on.
+
+- Workers start small: they are forked from Python's *forkserver*, a
+  process started once per run of pilar from a fresh interpreter that has
+  imported only the parsers (:data:`PRELOAD`, about 170 MB resident, 560 MB
+  of address space), never from the caller, which may hold PyTorch and an
+  embedding model (about 1 GB resident and 4.5 GB of address space) and
+  threads whose locks a fork would copy held. A worker shares nothing with
+  the caller but the pipes to it, so the sum of the resident sizes of the
+  caller's process tree is honest (no pages of the model counted twice).
+- Memory: before each parse the worker sets its soft ``RLIMIT_AS`` to the
+  address space it maps at that moment plus the budget (:func:`_limit_memory`),
+  so the kernel refuses any allocation past it, in Python and in C (MuPDF,
+  ONNX) alike; the limit is lifted again before the result is sent back.
+  A parse that meets it (``MemoryError``, MuPDF's ``FzErrorMemory``) makes
+  the worker exit with :data:`OVER_MEMORY`, which the parent reports as the
+  memory line; pebble starts a fresh worker in its place. Address space
+  counts what is reserved, not only what is resident (glibc arenas, thread
+  stacks), so the bound is conservative: a parse never holds more than
+  the budget, and may be refused slightly before it holds that much. A C
+  library that aborts instead of failing an allocation kills its worker:
+  that file fails as ``parser process died (SIGABRT)``.
+- Time: the pool (pebble) kills a worker whose job outlives the deadline
+  (SIGTERM, then SIGKILL), which stops a parse stuck inside PyMuPDF's C code
+  as well as in Python.
+
+Workers die with their parent: each asks the kernel for SIGKILL when its
+parent (the forkserver) dies (``PR_SET_PDEATHSIG``), and the forkserver
+exits when the process that started it does (it reads EOF on a pipe only
+that process holds), so a SIGKILL of the caller (an OOM killer, a container
+runtime) takes the workers with it within moments. pebble's locks are taken
+with timeouts, so a worker killed while holding one blocks no other.
+
+The caller's script must guard its entry point (``if __name__ ==
+"__main__":``), as with any spawning start method: the forkserver imports
+the main module of the caller in each new worker.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import os
+import resource
 import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, TimeoutError
 from typing import Generic, TypeVar
+
+from pebble import ProcessExpired, ProcessPool
 
 from pilar.config import Settings
 from pilar.errors import ConfigError, IngestError, PilarError
+from pilar.ingest.limits import human_bytes, out_of_memory
 from pilar.model import ParsedDocument
 
 T = TypeVar("T")
@@ -68,12 +109,14 @@ class Parsed(Generic[T]):
 
 
 def parse_job(data: bytes, uri: str, settings: Settings,
-              on_page: Callable[[int, int], None] | None = None
+              on_page: Callable[[int, int], None] | None = None,
+              strict_memory: bool = False
               ) -> tuple[ParsedDocument | None, str | None, dict[str, float]]:
     """Parse one file's bytes: ``(document, None, stages)`` or ``(None,
-    reason, stages)``. Runs in a worker process (or in process; ``on_page``
-    only then). Raises only :class:`ConfigError` (a bad setting: every file
-    would fail alike)."""
+    reason, stages)``; ``on_page(done, total)`` as a PDF's pages are parsed.
+    Raises only :class:`ConfigError` (a bad setting: every file would fail
+    alike) and, with ``strict_memory`` (in a worker within its memory
+    budget), ``MemoryError`` for an allocation refused, Python's or MuPDF's."""
     from pilar.ingest import parse
 
     stages: dict[str, float] = {}
@@ -84,6 +127,8 @@ def parse_job(data: bytes, uri: str, settings: Settings,
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+        if strict_memory and out_of_memory(exc):
+            raise MemoryError from None
         stages.setdefault("parse", time.perf_counter() - t)
         return None, failure_reason(exc), stages
 
@@ -94,14 +139,14 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
     """Parse ``(tag, data, uri)`` jobs, yielding one :class:`Parsed` per job
     in input order; a job with ``data=None`` is passed through unparsed
     (the caller settled it, e.g. unchanged bytes). ``workers < 1`` parses
-    in this process; otherwise in ``workers`` processes with at most
-    ``2 * workers`` jobs submitted ahead of the one being yielded.
-    ``on_page(tag, done, total)`` reports a PDF's pages as they are parsed,
-    in this process or in a worker (whose reports come back over a pipe,
-    at most every :data:`PAGE_REPORT_SECONDS` and on the last page, and
-    are passed on while the caller waits for the next result). Raises
-    :class:`ConfigError` (a bad setting) from a parse, after which no
-    further job is started.
+    in this process, without budgets; otherwise in ``workers`` processes
+    (see the module docstring) with at most ``2 * workers`` jobs submitted
+    ahead of the one being yielded. ``on_page(tag, done, total)`` reports a
+    PDF's pages as they are parsed, in this process or in a worker (whose
+    reports come back over a pipe, at most every :data:`PAGE_REPORT_SECONDS`
+    and on the last page, and are passed on while the caller waits for the
+    next result). Raises :class:`ConfigError` (a bad setting) from a parse,
+    after which no further job is started and the workers are stopped.
     """
     if workers < 1:
         for tag, data, uri in jobs:
@@ -112,57 +157,115 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
                 (lambda done, total, tag=tag: on_page(tag, done, total))
             yield Parsed(tag, *parse_job(data, uri, settings, pages))
         return
-    import pilar.ingest.html  # noqa: F401 - imported once, before the fork
-    import pilar.ingest.pdf  # noqa: F401
-
-    ctx = multiprocessing.get_context("fork")
+    ctx = worker_context()
     pages = _PageReports(ctx, on_page) if on_page is not None else None
     pending: deque[tuple[T, Future | None]] = deque()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
-                             initargs=(pages.queue if pages else None,)) as pool:
+    pool = ProcessPool(max_workers=workers, context=ctx, initializer=_start_worker,
+                       initargs=(pages.queue if pages else None,))
+    try:
         for seq, (tag, data, uri) in enumerate(jobs):
             if pages:
                 pages.tags[seq] = tag
-            pending.append((tag, pool.submit(_worker_job, seq, data, uri, settings)
+            pending.append((tag, pool.schedule(_worker_job, (seq, data, uri, settings),
+                                               timeout=settings.parse_seconds)
                             if data is not None else None))
             while len(pending) > 2 * workers or (pending and pending[0][1] is None):
-                yield _result(*pending.popleft(), pages)
+                yield _result(*pending.popleft(), settings, pages)
         while pending:
-            yield _result(*pending.popleft(), pages)
+            yield _result(*pending.popleft(), settings, pages)
+    finally:  # done, a bad setting, Ctrl-C or the caller stopped early
+        pool.stop()
+        pool.join()
 
+
+PRELOAD = ["pilar.ingest", "pilar.ingest.html", "pilar.ingest.pdf", "pilar.ingest.parallel"]
+"""Modules the forkserver imports once, so every worker starts with the parsers loaded."""
+
+OVER_MEMORY = 86
+"""Exit status of a worker whose parse met its memory budget."""
 
 PAGE_REPORT_SECONDS = 0.2
 """Least time between two page reports of one worker (its last page is always sent)."""
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal this process gets when its parent dies."""
 
 _page_queue = None
 """In a worker process: where its page reports go (None: nobody listens)."""
 
 
+def worker_context():
+    """The multiprocessing context workers start from: the forkserver,
+    preloading :data:`PRELOAD` (see the module docstring)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies
+    (``PR_SET_PDEATHSIG``), and exit at once if that already happened (the
+    parent this process was started by is gone). Elsewhere than Linux only
+    the second check is made."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux
+        pass
+    parent = multiprocessing.parent_process()
+    if parent is not None and not parent.is_alive():
+        os._exit(1)
+
+
 def _start_worker(queue) -> None:
-    """Worker initializer: freeze what the fork inherited (see the module
-    docstring), keep the page-report queue and leave Ctrl-C (SIGINT, sent to
-    the whole process group) to the writing process, which stops the run."""
+    """Worker initializer: die with the parent, keep the page-report queue
+    and leave Ctrl-C (SIGINT, sent to the whole process group) to the
+    writing process, which stops the run."""
     global _page_queue
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.freeze()
+    gc.freeze()  # what the forkserver imported is never collected: fewer pages touched
     _page_queue = queue
 
 
+def _address_space() -> int:
+    """Bytes of address space this process maps now (VmSize)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
+def _limit_memory(budget: int | None) -> None:
+    """Let this process map at most ``budget`` bytes more than it maps now
+    (soft ``RLIMIT_AS``); ``None`` lifts the limit (back to the hard one)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = hard if budget is None else _address_space() + budget
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def _worker_job(seq: int, data: bytes, uri: str, settings: Settings):
-    """:func:`parse_job` in a worker, its pages reported as ``(seq, done, total)``."""
+    """:func:`parse_job` in a worker within its memory budget, its pages
+    reported as ``(seq, done, total)``; a parse over the budget ends the
+    worker with :data:`OVER_MEMORY`."""
     queue = _page_queue
-    if queue is None:
-        return parse_job(data, uri, settings)
-    last = 0.0
+    report = None
+    if queue is not None:
+        last = 0.0
 
-    def report(done: int, total: int) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if done >= total or now - last >= PAGE_REPORT_SECONDS:
-            last = now
-            queue.put((seq, done, total))
+        def report(done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if done >= total or now - last >= PAGE_REPORT_SECONDS:
+                last = now
+                queue.put((seq, done, total))
 
-    return parse_job(data, uri, settings, report)
+    _limit_memory(settings.parse_memory_bytes)
+    try:
+        return parse_job(data, uri, settings, report, strict_memory=True)
+    except MemoryError:
+        os._exit(OVER_MEMORY)  # the heap may be in any state: a fresh worker takes over
+    finally:
+        _limit_memory(None)
 
 
 class _PageReports:
@@ -192,7 +295,21 @@ class _PageReports:
             wait([future], timeout=PAGE_REPORT_SECONDS)
 
 
-def _result(tag, future: Future | None, pages: _PageReports | None = None) -> Parsed:
+def budget_reason(exc: BaseException, settings: Settings) -> str:
+    """The one-line reason of a job whose worker was stopped or died
+    (``exc`` from its future: a timeout, or an ended process)."""
+    if isinstance(exc, TimeoutError):
+        return f"over the {settings.parse_seconds:g} s parse deadline (PILAR_PARSE_SECONDS)"
+    if isinstance(exc, ProcessExpired) and exc.exitcode == OVER_MEMORY:
+        return (f"over the {human_bytes(settings.parse_memory_bytes)} parse memory limit "
+                "(PILAR_PARSE_MEMORY_BYTES)")
+    if isinstance(exc, ProcessExpired) and exc.exitcode is not None and exc.exitcode < 0:
+        return f"parser process died ({signal.Signals(-exc.exitcode).name})"
+    return f"parser process failed: {failure_reason(exc)}"
+
+
+def _result(tag, future: Future | None, settings: Settings,
+            pages: _PageReports | None = None) -> Parsed:
     if future is None:
         return Parsed(tag, None, None, {})
     if pages is not None:
@@ -201,5 +318,5 @@ def _result(tag, future: Future | None, pages: _PageReports | None = None) -> Pa
         return Parsed(tag, *future.result())
     except ConfigError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a worker died (e.g. killed for memory)
-        return Parsed(tag, None, f"parser process failed: {failure_reason(exc)}", {})
+    except Exception as exc:  # noqa: BLE001 - the worker was stopped or died
+        return Parsed(tag, None, budget_reason(exc, settings), {})

@@ -48,6 +48,8 @@ import pymupdf
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest.heap import release_freed
+from pilar.ingest.limits import out_of_memory
+from pilar.ingest.pdf_caps import RecordCaps, check_content
 from pilar.ingest.pdf_figures import Figure, crop_path, nearest_caption, write_crop
 from pilar.ingest.pdf_layout import Block, LayoutAnalyser, body_size
 from pilar.ingest.pdf_page import DocState, PageParse, parse_page
@@ -61,6 +63,7 @@ from pilar.model import Document, Page, ParsedDocument, Support, TableGrid, Unit
 __all__ = ["parse_pdf", "open_pdf"]
 
 MAX_WARNINGS = 50
+_MUPDF_CODE = re.compile(r"^code=\d+: ")
 _SERIOUS = re.compile(r"error|repair|broken|damaged|cannot|invalid|corrupt", re.I)
 _UNIT_KIND = {"text": "paragraph", "formula": "paragraph", "list-item": "list_item",
               "caption": "caption", "footnote": "paragraph"}
@@ -143,11 +146,17 @@ def parse_pdf(data: bytes, doc: Document, settings: Settings,
         for i in range(pdf.page_count):
             try:
                 page = pdf.load_page(i)
+                check_content(pdf, page, settings)
                 js_links += sum(1 for link in page.get_links()
                                 if str(link.get("uri", "")).lower().startswith("javascript:"))
                 pages.append(parse_page(page, analyser, settings, warnings, state))
+            except IngestError:  # over a page cap
+                raise
             except Exception as exc:  # noqa: BLE001 - a broken page must not stop the file
-                warnings.append(f"page {i + 1}: unreadable, skipped ({type(exc).__name__})")
+                if out_of_memory(exc):  # over the parse's memory budget: the file fails
+                    raise
+                why = _MUPDF_CODE.sub("", str(exc).splitlines()[0]) if str(exc) else ""
+                warnings.append(f"page {i + 1}: unreadable, skipped ({why or type(exc).__name__})")
                 pages.append(PageParse(i + 1, 0.0, 0.0))
             finally:
                 page = None
@@ -180,10 +189,12 @@ def _assemble(doc: Document, pages: list[PageParse], meta_title: str, settings: 
     doc.n_pages = len(pages)
     out = ParsedDocument(document=doc, pages=[], warnings=warnings)
     prev: tuple[PageTable, TableGrid] | None = None
+    caps = RecordCaps(settings)
     for p in pages:
         supports: list[Support] = []
         texts: list[str] = []
         first = True
+        units_before = len(out.units)
         for b in p.blocks:
             if b.running:
                 continue
@@ -195,6 +206,7 @@ def _assemble(doc: Document, pages: list[PageParse], meta_title: str, settings: 
             else:
                 _emit_block(b, p, doc.doc_id, supports, out.units, texts, settings, title)
             first = False
+            caps.check(p.number, len(out.units) - units_before, len(supports))
         last = next((b for b in reversed(p.blocks) if not b.running), None)
         if last is None or not isinstance(last.obj, PageTable):
             prev = None  # only a table ending its page can go on on the next

@@ -24,6 +24,7 @@ import pymupdf
 
 from pilar.config import Settings
 from pilar.ingest.ocr import OcrPage, ocr_page, ocr_region, plan_render
+from pilar.ingest.pdf_caps import check_chars, text_chars
 from pilar.ingest.pdf_figures import Figure, figure_regions, inner_text
 from pilar.ingest.pdf_layout import (TEXT_FLAGS, Block, LayoutAnalyser, Line, bullet_marks,
                                      extract_lines, group_blocks, region_rank)
@@ -114,8 +115,9 @@ def parse_page(page: pymupdf.Page, analyser: LayoutAnalyser | None, settings: Se
     in its ``table`` regions; figures (OCR'd when they hold no text layer,
     at most ``settings.figure_ocr_max`` per document, counted in
     ``state``); the other lines grouped into blocks; all of it sorted into
-    reading order. Never raises for page content; PyMuPDF errors propagate
-    to the caller, which skips the page.
+    reading order. Raises :class:`~pilar.errors.IngestError` for a page over
+    ``settings.pdf_max_page_chars`` (:mod:`pilar.ingest.pdf_caps`), else never
+    for page content; PyMuPDF errors propagate to the caller, which skips the page.
     """
     number = page.number + 1
     shown = pymupdf.Rect(page.rect)
@@ -123,6 +125,7 @@ def parse_page(page: pymupdf.Page, analyser: LayoutAnalyser | None, settings: Se
     to_orig = page.rotation_matrix  # unrotated -> displayed as published
     out = PageParse(number, round(shown.width, 2), round(shown.height, 2))
     textpage = page.get_textpage(flags=TEXT_FLAGS)
+    check_chars(number, text_chars(textpage), settings)  # before anything is built from it
     angle = _natural_angle(page, textpage)
     frame = orig_rot if angle is None else angle
     if frame != orig_rot:
@@ -157,6 +160,7 @@ def parse_page(page: pymupdf.Page, analyser: LayoutAnalyser | None, settings: Se
             return out
         out.ocr = True
         lines, words = scan.lines, scan.words
+        check_chars(number, sum(len(ln.text) for ln in lines), settings)
 
     hrules = horizontal_rules(drawings)
     if scan is not None:
