@@ -129,8 +129,10 @@ class Settings(BaseSettings):
         description="memory one file's parse may add to its worker process (bytes, "
         "address space over what the worker holds when the parse starts)")
     parse_seconds: float = Field(
-        120.0, gt=0, description="wall-clock seconds one file's parse may take; the worker "
-        "is killed past it, even inside PyMuPDF's C code")
+        120.0, gt=0, description="wall-clock seconds one file's parse may take (plus "
+        "parse_page_seconds per PDF page); the worker is killed past it, even inside C code")
+    parse_page_seconds: float = Field(
+        2.0, ge=0, description="seconds added to a PDF's parse deadline per page it has")
 
     # per-page caps of a PDF, checked before the page's records are built;
     # over one the file fails, naming the page and the setting

@@ -46,6 +46,17 @@ def made_hostile() -> Path:
     return make.make(Path.home() / ".cache" / "pilar" / "hostile" / key)
 
 
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray instance (head and workers), started for a test module and
+    stopped after it; its address."""
+    ray = pytest.importorskip("ray", reason="the extra pilar[ray] is not installed")
+    info = ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+                    log_to_driver=False)
+    yield info.address_info["address"]
+    ray.shutdown()
+
+
 SERVER_MARKERS = {
     "neo4j": ("NEO4J_URI", "./scripts/test starts a real Neo4j"),
     "elasticsearch": ("ELASTICSEARCH_URL", "./scripts/test starts a real Elasticsearch"),

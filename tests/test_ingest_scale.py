@@ -100,16 +100,6 @@ def test_cli_ingest_with_workers_reports_counts(tmp_path, monkeypatch):
     assert "pages/s" in result.output
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """A local Ray instance (head and workers), started here and stopped after."""
-    ray = pytest.importorskip("ray", reason="the extra pilar[ray] is not installed")
-    info = ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
-                    log_to_driver=False)
-    yield info.address_info["address"]
-    ray.shutdown()
-
-
 def test_ray_ingest_gives_the_same_store_counts_as_local(local_ray, tmp_path, two_ways):
     import subprocess
     import sys

@@ -102,11 +102,11 @@ def test_a_parse_over_the_memory_budget_fails_and_its_worker_is_replaced(made_ho
 
 @pytest.mark.timeout(300)
 def test_a_parse_past_the_deadline_is_killed_and_the_batch_goes_on(made_hostile):
-    settings = Settings(parse_seconds=1, pdf_layout="rules", **UNCAPPED)
-    bomb = made_hostile / "content-bomb-64m.pdf"
+    settings = Settings(parse_seconds=1, parse_page_seconds=1, pdf_layout="rules", **UNCAPPED)
+    bomb = made_hostile / "content-bomb-64m.pdf"  # about 15 s to read with these settings
     first, after = parse_many(_jobs(bomb, GOOD_HTML), settings, workers=1)
     assert first.document is None
-    assert first.reason == "over the 1 s parse deadline (PILAR_PARSE_SECONDS)"
+    assert first.reason == "over the 1 s + 1 s per PDF page parse deadline (PILAR_PARSE_SECONDS)"
     assert after.reason is None and after.document.units
 
 
@@ -153,29 +153,72 @@ def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
-@pytest.mark.timeout(600)
-def test_workers_die_when_the_ingest_process_is_killed(shared_data, tmp_path):
-    corpus = shared_data / "pdf" / "wiki"
+def _parse_workers(roots: list[psutil.Process]) -> list[psutil.Process]:
+    """The parse workers below ``roots``: processes forked by a forkserver."""
+    out = []
+    for root in roots:
+        for proc in root.children(recursive=True):
+            try:
+                if "multiprocessing.forkserver" in " ".join(psutil.Process(proc.ppid()).cmdline()):
+                    out.append(proc)
+            except psutil.NoSuchProcess:
+                pass
+    return out
+
+
+def _kill_mid_run(args: list[str], home, roots) -> None:
+    """Run ``pilar ARGS`` on a real corpus; once two parse workers run below
+    the processes ``roots(main)`` returns, SIGKILL the main process and assert
+    that no worker (nor forkserver) below those roots is alive 5 s later."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PILAR_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([sys.executable, "-m", "pilar", "ingest", str(corpus),
-                             "--workers", "2"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+           "TRANSFORMERS_OFFLINE": "1", "PILAR_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "pilar", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     main = psutil.Process(proc.pid)
     try:
-        workers: list[psutil.Process] = []
-        while len(workers) < 2:  # mid-run: both parse workers started
+        while len(workers := _parse_workers(roots(main))) < 2:  # mid-run: two parsing
             assert proc.poll() is None, "the ingest ended before it could be killed"
-            workers = [c for c in main.children(recursive=True)
-                       if c.ppid() != main.pid]  # forked by the forkserver
-            time.sleep(0.2)
-        helpers = main.children(recursive=True)  # forkserver, resource tracker, workers
+            time.sleep(0.1)
+        helpers = [p for r in roots(main) for p in r.children(recursive=True)]
+        assert set(workers) <= set(helpers)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 5  # the issue's bound, polled
         while _alive(helpers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _alive(helpers) == [], [" ".join(p.cmdline()) for p in _alive(helpers)]
     finally:
-        for p in [main, *main.children(recursive=True)] if proc.poll() is None else []:
-            p.kill()
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.timeout(600)
+def test_workers_die_when_the_ingest_process_is_killed(shared_data, tmp_path):
+    # forkserver, resource tracker and the workers are all below the main process
+    _kill_mid_run(["ingest", str(shared_data / "pdf" / "wiki"), "--workers", "2"],
+                  tmp_path / "home", lambda main: [main])
+
+
+@pytest.mark.timeout(600)
+def test_workers_die_when_a_ray_driver_is_killed(local_ray, shared_data, tmp_path):
+    def ray_workers(main):  # the Ray worker processes running this driver's tasks
+        return [p for p in psutil.process_iter() if p.name().startswith("ray::parse_and_embed")]
+
+    _kill_mid_run(["ingest", str(shared_data / "pdf" / "wiki"), "--ray", local_ray],
+                  tmp_path / "home", ray_workers)
+
+
+def test_a_script_without_a_main_guard_gets_one_clear_error(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text("from pilar import Pilar\n"
+                      f"Pilar(home={str(tmp_path / 'home')!r}).ingest([{str(GOOD_HTML)!r}], "
+                      "workers=1)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "pilar.errors.ConfigError: parse worker processes could not start (a script that "
+        'calls Pilar.ingest needs an `if __name__ == "__main__":` guard: each worker imports '
+        "the script's module)")

@@ -21,8 +21,8 @@ from pilar.model import Document, ParsedDocument
 __all__ = ["parse", "read_source", "new_document", "PageProgress"]
 
 PageProgress = Callable[[int, int], None]
-"""``on_page(done, total)``: called after each page of a document is parsed
-(pages done so far, pages in the document)."""
+"""``on_page(done, total)``: called once a PDF is open (``done`` 0) and after
+each of its pages is parsed (pages done so far, pages in the document)."""
 
 
 def read_source(path: Path, settings: Settings) -> bytes:

@@ -8,10 +8,12 @@ never sits parsed in memory. A worker only parses: it never touches the
 caller's stores, model or threads.
 
 Budgets. Each file's parse may add at most ``settings.parse_memory_bytes``
-to its worker and take at most ``settings.parse_seconds``; past either the
-file fails with one line (``over the 1 GiB parse memory limit
-(PILAR_PARSE_MEMORY_BYTES)``, ``over the 120 s parse deadline
-(PILAR_PARSE_SECONDS)``), its worker is replaced and the batch goes on.
+to its worker and take at most ``settings.parse_seconds`` plus
+``settings.parse_page_seconds`` per page of a PDF (a 1,600-page manual
+is not a bomb); past either the file fails with one line (``over the 1 GiB
+parse memory limit (PILAR_PARSE_MEMORY_BYTES)``, ``over the 120 s + 2 s per
+PDF page parse deadline (PILAR_PARSE_SECONDS)``), its worker is replaced
+and the batch goes on.
 
 - Workers start small: they are forked from Python's *forkserver*, a
   process started once per run of pilar from a fresh interpreter that has
@@ -33,9 +35,11 @@ file fails with one line (``over the 1 GiB parse memory limit
   the budget, and may be refused slightly before it holds that much. A C
   library that aborts instead of failing an allocation kills its worker:
   that file fails as ``parser process died (SIGABRT)``.
-- Time: the pool (pebble) kills a worker whose job outlives the deadline
-  (SIGTERM, then SIGKILL), which stops a parse stuck inside PyMuPDF's C code
-  as well as in Python.
+- Time: the worker arms ``alarm(2)`` for the deadline with SIGALRM's
+  default action (no Python handler runs, so the kernel ends the process
+  even while a parse is stuck inside PyMuPDF's C code) and re-arms it once
+  a PDF is open and its page count known (``on_page(0, total)``); the pool
+  (pebble) reports the job's process ended by SIGALRM and starts another.
 
 Workers die with their parent: each asks the kernel for SIGKILL when its
 parent (the forkserver) dies (``PR_SET_PDEATHSIG``), and the forkserver
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import math
 import multiprocessing
 import os
 import resource
@@ -60,7 +65,8 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, TimeoutError
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from typing import Generic, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
@@ -146,7 +152,8 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
     reports come back over a pipe, at most every :data:`PAGE_REPORT_SECONDS`
     and on the last page, and are passed on while the caller waits for the
     next result). Raises :class:`ConfigError` (a bad setting) from a parse,
-    after which no further job is started and the workers are stopped.
+    or when no worker could start (:data:`WORKERS_BROKEN`), after which no
+    further job is started and the workers are stopped.
     """
     if workers < 1:
         for tag, data, uri in jobs:
@@ -166,8 +173,7 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
         for seq, (tag, data, uri) in enumerate(jobs):
             if pages:
                 pages.tags[seq] = tag
-            pending.append((tag, pool.schedule(_worker_job, (seq, data, uri, settings),
-                                               timeout=settings.parse_seconds)
+            pending.append((tag, pool.schedule(_worker_job, (seq, data, uri, settings))
                             if data is not None else None))
             while len(pending) > 2 * workers or (pending and pending[0][1] is None):
                 yield _result(*pending.popleft(), settings, pages)
@@ -180,6 +186,11 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
 
 PRELOAD = ["pilar.ingest", "pilar.ingest.html", "pilar.ingest.pdf", "pilar.ingest.parallel"]
 """Modules the forkserver imports once, so every worker starts with the parsers loaded."""
+
+WORKERS_BROKEN = ("parse worker processes could not start (a script that calls "
+                  "Pilar.ingest needs an `if __name__ == \"__main__\":` guard: each "
+                  "worker imports the script's module)")
+"""The error of a run whose workers all died before taking a job."""
 
 OVER_MEMORY = 86
 """Exit status of a worker whose parse met its memory budget."""
@@ -244,21 +255,23 @@ def _limit_memory(budget: int | None) -> None:
 
 
 def _worker_job(seq: int, data: bytes, uri: str, settings: Settings):
-    """:func:`parse_job` in a worker within its memory budget, its pages
-    reported as ``(seq, done, total)``; a parse over the budget ends the
-    worker with :data:`OVER_MEMORY`."""
+    """:func:`parse_job` in a worker within its budgets (see the module
+    docstring), its pages reported as ``(seq, done, total)``. A parse over the
+    memory budget ends the worker with :data:`OVER_MEMORY`; past the
+    deadline the kernel's SIGALRM ends it, in Python or C code alike."""
     queue = _page_queue
-    report = None
-    if queue is not None:
-        last = 0.0
+    last = 0.0
 
-        def report(done: int, total: int) -> None:
-            nonlocal last
-            now = time.monotonic()
-            if done >= total or now - last >= PAGE_REPORT_SECONDS:
-                last = now
-                queue.put((seq, done, total))
+    def report(done: int, total: int) -> None:
+        nonlocal last
+        if done == 0:  # a PDF of ``total`` pages: its deadline grows by theirs
+            _arm_deadline(settings.parse_seconds + total * settings.parse_page_seconds)
+        now = time.monotonic()
+        if queue is not None and (done >= total or now - last >= PAGE_REPORT_SECONDS):
+            last = now
+            queue.put((seq, done, total))
 
+    _arm_deadline(settings.parse_seconds)
     _limit_memory(settings.parse_memory_bytes)
     try:
         return parse_job(data, uri, settings, report, strict_memory=True)
@@ -266,6 +279,14 @@ def _worker_job(seq: int, data: bytes, uri: str, settings: Settings):
         os._exit(OVER_MEMORY)  # the heap may be in any state: a fresh worker takes over
     finally:
         _limit_memory(None)
+        signal.alarm(0)
+
+
+def _arm_deadline(seconds: float) -> None:
+    """Have the kernel end this process ``seconds`` from now (SIGALRM, its
+    default action: no Python handler, so a parse inside C code ends too)."""
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(max(1, math.ceil(seconds)))
 
 
 class _PageReports:
@@ -296,10 +317,14 @@ class _PageReports:
 
 
 def budget_reason(exc: BaseException, settings: Settings) -> str:
-    """The one-line reason of a job whose worker was stopped or died
-    (``exc`` from its future: a timeout, or an ended process)."""
-    if isinstance(exc, TimeoutError):
-        return f"over the {settings.parse_seconds:g} s parse deadline (PILAR_PARSE_SECONDS)"
+    """The one-line reason of a job whose worker ended before answering
+    (``exc`` from its future: pebble's ``ProcessExpired`` with the exit
+    status: SIGALRM is the deadline, :data:`OVER_MEMORY` the memory budget)."""
+    if isinstance(exc, ProcessExpired) and exc.exitcode == -signal.SIGALRM:
+        per_page = f" + {settings.parse_page_seconds:g} s per PDF page" \
+            if settings.parse_page_seconds else ""
+        return (f"over the {settings.parse_seconds:g} s{per_page} parse deadline "
+                "(PILAR_PARSE_SECONDS)")
     if isinstance(exc, ProcessExpired) and exc.exitcode == OVER_MEMORY:
         return (f"over the {human_bytes(settings.parse_memory_bytes)} parse memory limit "
                 "(PILAR_PARSE_MEMORY_BYTES)")
@@ -318,5 +343,7 @@ def _result(tag, future: Future | None, settings: Settings,
         return Parsed(tag, *future.result())
     except ConfigError:
         raise
+    except BrokenProcessPool:  # no worker got as far as a job: every file would fail alike
+        raise ConfigError(WORKERS_BROKEN) from None
     except Exception as exc:  # noqa: BLE001 - the worker was stopped or died
         return Parsed(tag, None, budget_reason(exc, settings), {})

@@ -121,7 +121,8 @@ def _mupdf_notes(limit: int = 3) -> list[str]:
 def parse_pdf(data: bytes, doc: Document, settings: Settings,
               on_page: Callable[[int, int], None] | None = None) -> ParsedDocument:
     """Parse PDF ``data`` into a :class:`ParsedDocument` for ``doc``;
-    ``on_page(done, total)`` is called after each page.
+    ``on_page(done, total)`` is called once the file is open (``done`` 0)
+    and after each page.
 
     Raises :class:`IngestError` (one-line reason) for files that cannot be
     read at all (see :func:`open_pdf`); damaged pages are skipped with a
@@ -129,6 +130,8 @@ def parse_pdf(data: bytes, doc: Document, settings: Settings,
     ``settings.pdf_figure_crops`` is set (see :mod:`pilar.ingest.pdf_figures`).
     """
     pdf = open_pdf(data, settings)
+    if on_page:
+        on_page(0, pdf.page_count)  # the page count, before any page is read
     warnings: list[str] = []
     if pdf.is_repaired:
         notes = _mupdf_notes(limit=2)

@@ -1,0 +1,61 @@
+"""The server's process never parses: an upload is parsed in a worker process
+within the parse budgets, so the 3.5 MB content bomb (inflating to 1 GiB)
+uploaded by a limited key fails its job with one reason while the server
+answers searches throughout (a real ``pilar serve``, real uploads)."""
+
+from __future__ import annotations
+
+import threading
+
+import psutil
+import pytest
+
+from tests.api.shared import CORPUS, KANPUR, upload
+from tests.serving import ApiServer, wait_job
+
+TEAM_A = "team-a-key-0123456789"
+
+
+@pytest.mark.timeout(900)
+def test_a_bomb_over_the_memory_budget_fails_its_job_and_the_server_answers(
+        made_hostile, tmp_path):
+    # the content cap out of the way: only the worker's memory budget stops the bomb
+    env = {"PILAR_API_KEYS": f"admin-key-0123456789,{TEAM_A}:team-a",
+           "PILAR_PDF_MAX_PAGE_CONTENT_BYTES": str(2**40),
+           "PILAR_PARSE_MEMORY_BYTES": str(512 * 1024 * 1024)}
+    server = ApiServer(tmp_path / "home", env).start()
+    try:
+        team_a = server.client(TEAM_A)
+        good = wait_job(team_a, upload(team_a, [CORPUS / "204-541.html"], "team-a")["job_id"])
+        assert good["files"][0]["status"] == "ingested"
+        job = upload(team_a, [made_hostile / "content-bomb-1g.pdf"], "team-a")
+        answers: list[int] = []
+        stop = threading.Event()
+
+        def search() -> None:
+            with server.client(TEAM_A) as c:
+                while not stop.is_set():
+                    answers.append(c.post("/v1/search", json={"query": KANPUR,
+                                                              "budget_tokens": 256}).status_code)
+
+        poller = threading.Thread(target=search)
+        poller.start()
+        try:
+            done = wait_job(team_a, job["job_id"])
+        finally:
+            stop.set()
+            poller.join(60)
+        assert done["state"] == "done" and done["counts"] == {"failed": 1}
+        (entry,) = done["files"]
+        assert entry["status"] == "failed" and entry["doc_id"] is None
+        assert entry["reason"] == ("over the 512 MiB parse memory limit "
+                                   "(PILAR_PARSE_MEMORY_BYTES)")
+        assert answers and set(answers) == {200}  # every search during the job answered
+        assert server.proc.poll() is None
+        # the parse ran in a worker: the server's process tree holds none now
+        tree = psutil.Process(server.proc.pid).children(recursive=True)
+        assert [p for p in tree if p.status() != psutil.STATUS_ZOMBIE
+                and p.ppid() != server.proc.pid] == []
+        assert team_a.get("/v1/documents").json()["total"] == 1
+    finally:
+        server.stop()
