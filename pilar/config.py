@@ -126,8 +126,8 @@ class Settings(BaseSettings):
     # process that is stopped past these
     parse_memory_bytes: int = Field(
         1024 * 1024 * 1024, ge=64 * 1024 * 1024,
-        description="memory one file's parse may add to its worker process (bytes, "
-        "address space over what the worker holds when the parse starts)")
+        description="memory one file's parse may add to its worker process (bytes: the "
+        "worker's address space is capped at its resident size at the parse's start plus this)")
     parse_seconds: float = Field(
         120.0, gt=0, description="wall-clock seconds one file's parse may take (plus "
         "parse_page_seconds per PDF page); the worker is killed past it, even inside C code")

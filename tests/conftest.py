@@ -32,18 +32,12 @@ def hostile(shared_data: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def made_hostile() -> Path:
-    """The hostile PDFs of ``tests/fixtures/hostile/make.py`` (a 3.6 MB file
+    """The hostile PDFs of ``tests/fixtures/hostile/make.py`` (a 3.5 MB file
     inflating to 1 GiB and others like it) with their ``index.jsonl``, made
-    once into ``~/.cache/pilar/hostile/<hash of the generator>``."""
-    import hashlib
-    import importlib.util
+    once per version of the generator into ``~/.cache/pilar/hostile``."""
+    from tests.fixtures.hostile.make import cached
 
-    script = FIXTURES / "hostile" / "make.py"
-    key = hashlib.sha256(script.read_bytes()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location("hostile_make", script)
-    make = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make)
-    return make.make(Path.home() / ".cache" / "pilar" / "hostile" / key)
+    return cached()
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from pilar.errors import ConfigError, IngestError
 from pilar.ingest import parse
 from pilar.ingest.parallel import parse_many
 from tests.conftest import FIXTURES, ROOT
+from tests.processes import alive, kill_and_wait, parse_workers
 
 GOOD_PDF = FIXTURES / "pdf" / "204-268.pdf"
 GOOD_HTML = FIXTURES / "corpus" / "204-903.html"
@@ -125,9 +126,7 @@ def test_an_ingest_stores_the_good_files_and_nothing_of_the_refused(made_hostile
 
 def _forkserver_children() -> list[psutil.Process]:
     """The live worker processes this test process's forkserver started."""
-    servers = [c for c in psutil.Process().children()
-               if "multiprocessing.forkserver" in " ".join(c.cmdline())]
-    return [w for s in servers for w in s.children() if w.status() != psutil.STATUS_ZOMBIE]
+    return alive(parse_workers([psutil.Process()]))
 
 
 def test_a_run_stopped_by_a_bad_setting_leaves_no_worker(tmp_path):
@@ -142,30 +141,6 @@ def test_a_run_stopped_by_a_bad_setting_leaves_no_worker(tmp_path):
     assert r.document is not None and _forkserver_children() == []
 
 
-def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
-    out = []
-    for proc in procs:
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(proc)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
-def _parse_workers(roots: list[psutil.Process]) -> list[psutil.Process]:
-    """The parse workers below ``roots``: processes forked by a forkserver."""
-    out = []
-    for root in roots:
-        for proc in root.children(recursive=True):
-            try:
-                if "multiprocessing.forkserver" in " ".join(psutil.Process(proc.ppid()).cmdline()):
-                    out.append(proc)
-            except psutil.NoSuchProcess:
-                pass
-    return out
-
-
 def _kill_mid_run(args: list[str], home, roots) -> None:
     """Run ``pilar ARGS`` on a real corpus; once two parse workers run below
     the processes ``roots(main)`` returns, SIGKILL the main process and assert
@@ -176,17 +151,13 @@ def _kill_mid_run(args: list[str], home, roots) -> None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     main = psutil.Process(proc.pid)
     try:
-        while len(workers := _parse_workers(roots(main))) < 2:  # mid-run: two parsing
+        while len(workers := parse_workers(roots(main))) < 2:  # mid-run: two parsing
             assert proc.poll() is None, "the ingest ended before it could be killed"
             time.sleep(0.1)
         helpers = [p for r in roots(main) for p in r.children(recursive=True)]
         assert set(workers) <= set(helpers)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        deadline = time.monotonic() + 5  # the issue's bound, polled
-        while _alive(helpers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _alive(helpers) == [], [" ".join(p.cmdline()) for p in _alive(helpers)]
+        left = kill_and_wait(main, helpers)  # the issue's bound: 5 s, polled
+        assert left == [], [" ".join(p.cmdline()) for p in left]
     finally:
         if proc.poll() is None:
             proc.kill()

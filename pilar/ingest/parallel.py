@@ -17,24 +17,27 @@ and the batch goes on.
 
 - Workers start small: they are forked from Python's *forkserver*, a
   process started once per run of pilar from a fresh interpreter that has
-  imported only the parsers (:data:`PRELOAD`, about 170 MB resident, 560 MB
-  of address space), never from the caller, which may hold PyTorch and an
+  imported only the parsers (:data:`PRELOAD`, about 170 MB resident), never
+  from the caller, which may hold PyTorch and an
   embedding model (about 1 GB resident and 4.5 GB of address space) and
   threads whose locks a fork would copy held. A worker shares nothing with
   the caller but the pipes to it, so the sum of the resident sizes of the
   caller's process tree is honest (no pages of the model counted twice).
-- Memory: before each parse the worker sets its soft ``RLIMIT_AS`` to the
-  address space it maps at that moment plus the budget (:func:`_limit_memory`),
-  so the kernel refuses any allocation past it, in Python and in C (MuPDF,
-  ONNX) alike; the limit is lifted again before the result is sent back.
-  A parse that meets it (``MemoryError``, MuPDF's ``FzErrorMemory``) makes
-  the worker exit with :data:`OVER_MEMORY`, which the parent reports as the
-  memory line; pebble starts a fresh worker in its place. Address space
-  counts what is reserved, not only what is resident (glibc arenas, thread
-  stacks), so the bound is conservative: a parse never holds more than
-  the budget, and may be refused slightly before it holds that much. A C
-  library that aborts instead of failing an allocation kills its worker:
-  that file fails as ``parser process died (SIGABRT)``.
+- Memory: before each parse the worker caps its address space (soft
+  ``RLIMIT_AS``) at its resident size at that moment plus the budget
+  (:func:`_limit_memory`), so the kernel refuses any mapping past it, in
+  Python and in C (MuPDF, ONNX) alike, and since a process can never have
+  more resident than mapped, the worker's resident size grows by at most
+  the budget; the limit is lifted again before the result is sent back. A
+  parse that meets it (``MemoryError``, MuPDF's failed ``malloc``,
+  :func:`~pilar.ingest.limits.out_of_memory`) makes the worker exit with
+  :data:`OVER_MEMORY`, which the parent reports as the memory line; pebble
+  starts a fresh worker in its place. The bound is conservative: address
+  space counts what is mapped but not touched (a worker starts at about
+  120 MB resident in 580 MB mapped: library text, glibc's reserved arenas),
+  so a parse may be refused before its resident growth reaches the budget,
+  never after. A C library that aborts instead of failing an allocation
+  kills its worker: that file fails as ``parser process died (SIGABRT)``.
 - Time: the worker arms ``alarm(2)`` for the deadline with SIGALRM's
   default action (no Python handler runs, so the kernel ends the process
   even while a parse is stuck inside PyMuPDF's C code) and re-arms it once
@@ -238,17 +241,19 @@ def _start_worker(queue) -> None:
     _page_queue = queue
 
 
-def _address_space() -> int:
-    """Bytes of address space this process maps now (VmSize)."""
+def _resident() -> int:
+    """Bytes of this process resident in memory now (VmRSS)."""
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * resource.getpagesize()
+        return int(f.read().split()[1]) * resource.getpagesize()
 
 
 def _limit_memory(budget: int | None) -> None:
-    """Let this process map at most ``budget`` bytes more than it maps now
-    (soft ``RLIMIT_AS``); ``None`` lifts the limit (back to the hard one)."""
+    """Let this process's resident size grow by at most ``budget`` bytes from
+    now: its address space (soft ``RLIMIT_AS``, never smaller than what is
+    resident) is capped at the resident size plus ``budget``. ``None`` lifts
+    the limit (back to the hard one)."""
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = hard if budget is None else _address_space() + budget
+    soft = hard if budget is None else _resident() + budget
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -1,29 +1,32 @@
 """The server's process never parses: an upload is parsed in a worker process
 within the parse budgets, so the 3.5 MB content bomb (inflating to 1 GiB)
 uploaded by a limited key fails its job with one reason while the server
-answers searches throughout (a real ``pilar serve``, real uploads)."""
+answers searches throughout, and the worker dies with the server (a real
+``pilar serve``, real uploads)."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import psutil
 import pytest
 
 from tests.api.shared import CORPUS, KANPUR, upload
+from tests.processes import kill_and_wait, parse_workers
 from tests.serving import ApiServer, wait_job
 
 TEAM_A = "team-a-key-0123456789"
+UNCAPPED = {"PILAR_API_KEYS": f"admin-key-0123456789,{TEAM_A}:team-a",
+            "PILAR_PDF_MAX_PAGE_CONTENT_BYTES": str(2**40),
+            "PILAR_PARSE_MEMORY_BYTES": str(512 * 1024 * 1024)}
+"""The content cap out of the way: only the worker's memory budget stops the bomb."""
 
 
 @pytest.mark.timeout(900)
 def test_a_bomb_over_the_memory_budget_fails_its_job_and_the_server_answers(
         made_hostile, tmp_path):
-    # the content cap out of the way: only the worker's memory budget stops the bomb
-    env = {"PILAR_API_KEYS": f"admin-key-0123456789,{TEAM_A}:team-a",
-           "PILAR_PDF_MAX_PAGE_CONTENT_BYTES": str(2**40),
-           "PILAR_PARSE_MEMORY_BYTES": str(512 * 1024 * 1024)}
-    server = ApiServer(tmp_path / "home", env).start()
+    server = ApiServer(tmp_path / "home", UNCAPPED).start()
     try:
         team_a = server.client(TEAM_A)
         good = wait_job(team_a, upload(team_a, [CORPUS / "204-541.html"], "team-a")["job_id"])
@@ -59,3 +62,20 @@ def test_a_bomb_over_the_memory_budget_fails_its_job_and_the_server_answers(
         assert team_a.get("/v1/documents").json()["total"] == 1
     finally:
         server.stop()
+
+
+@pytest.mark.timeout(600)
+def test_the_parse_worker_dies_with_a_killed_server(made_hostile, tmp_path):
+    server = ApiServer(tmp_path / "home", UNCAPPED).start()
+    try:
+        team_a = server.client(TEAM_A)
+        upload(team_a, [made_hostile / "content-bomb-1g.pdf"], "team-a")
+        main = psutil.Process(server.proc.pid)
+        while not parse_workers([main]):  # the bomb is being parsed (for many seconds)
+            assert server.proc.poll() is None
+            time.sleep(0.1)
+        below = main.children(recursive=True)
+        left = kill_and_wait(main, below)  # as an OOM killer would; 5 s, polled
+        assert left == [], [" ".join(p.cmdline()) for p in left]
+    finally:
+        server.stop(kill=True)
