@@ -145,7 +145,9 @@ class Pilar:
         called with each as it is stored).
 
         Files are parsed in ``workers`` processes (default
-        ``settings.workers``, else the CPU cores; 0 = in this process) while
+        ``settings.workers``, else the CPU cores; 0 = in this process), each
+        file within the parse budgets (``PILAR_PARSE_MEMORY_BYTES``,
+        ``PILAR_PARSE_SECONDS``; :mod:`pilar.ingest.parallel`), while
         this process, the one writer, embeds several documents' texts per
         call (:func:`pilar.retrieval.embeddings.page_vectors`) and stores
         each document as one unit (:mod:`pilar.writes`). A file that
@@ -167,8 +169,10 @@ class Pilar:
         progress is per file only (``progress``).
 
         Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
-        file would fail alike: the ingest stops, whatever was stored stays)
-        and when the Ray cluster cannot be reached.
+        file would fail alike: the ingest stops, whatever was stored stays),
+        when no parse worker can start (a calling script without an ``if
+        __name__ == "__main__":`` guard) and when the Ray cluster cannot be
+        reached.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
