@@ -42,4 +42,4 @@ def test_pdf_pages_are_reported_as_they_are_parsed():
     calls = []
     parse(FIXTURES / "pdf" / "diesel_engines-p1-3.pdf", settings=Settings(pdf_layout="rules"),
           on_page=lambda done, total: calls.append((done, total)))
-    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]  # once open, then after each page

@@ -142,11 +142,14 @@ def test_a_run_stopped_by_a_bad_setting_leaves_no_worker(tmp_path):
 
 
 def _kill_mid_run(args: list[str], home, roots) -> None:
-    """Run ``pilar ARGS`` on a real corpus; once two parse workers run below
-    the processes ``roots(main)`` returns, SIGKILL the main process and assert
-    that no worker (nor forkserver) below those roots is alive 5 s later."""
+    """Run ``pilar ARGS``; once two parse workers run below the processes
+    ``roots(main)`` returns, SIGKILL the main process and assert that no
+    worker (nor forkserver) below those roots is alive 5 s later. The
+    content cap is lifted, so a bomb keeps its worker busy inside MuPDF for
+    longer than that."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PILAR_HOME": str(home)}
+           "TRANSFORMERS_OFFLINE": "1", "PILAR_HOME": str(home),
+           "PILAR_PDF_MAX_PAGE_CONTENT_BYTES": str(2**40)}
     proc = subprocess.Popen([sys.executable, "-m", "pilar", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     main = psutil.Process(proc.pid)
@@ -154,6 +157,7 @@ def _kill_mid_run(args: list[str], home, roots) -> None:
         while len(workers := parse_workers(roots(main))) < 2:  # mid-run: two parsing
             assert proc.poll() is None, "the ingest ended before it could be killed"
             time.sleep(0.1)
+        time.sleep(1)  # inside the bombs' content streams
         helpers = [p for r in roots(main) for p in r.children(recursive=True)]
         assert set(workers) <= set(helpers)
         left = kill_and_wait(main, helpers)  # the issue's bound: 5 s, polled
@@ -163,19 +167,25 @@ def _kill_mid_run(args: list[str], home, roots) -> None:
             proc.kill()
 
 
+def _bombs_then_corpus(made_hostile, shared_data) -> list[str]:
+    return [str(made_hostile / "content-bomb-1g.pdf"), str(made_hostile / "content-bomb-64m.pdf"),
+            str(shared_data / "pdf" / "wiki")]
+
+
 @pytest.mark.timeout(600)
-def test_workers_die_when_the_ingest_process_is_killed(shared_data, tmp_path):
+def test_workers_die_when_the_ingest_process_is_killed(made_hostile, shared_data, tmp_path):
     # forkserver, resource tracker and the workers are all below the main process
-    _kill_mid_run(["ingest", str(shared_data / "pdf" / "wiki"), "--workers", "2"],
+    _kill_mid_run(["ingest", *_bombs_then_corpus(made_hostile, shared_data), "--workers", "2"],
                   tmp_path / "home", lambda main: [main])
 
 
 @pytest.mark.timeout(600)
-def test_workers_die_when_a_ray_driver_is_killed(local_ray, shared_data, tmp_path):
+def test_workers_die_when_a_ray_driver_is_killed(local_ray, made_hostile, shared_data,
+                                                 tmp_path):
     def ray_workers(main):  # the Ray worker processes running this driver's tasks
         return [p for p in psutil.process_iter() if p.name().startswith("ray::parse_and_embed")]
 
-    _kill_mid_run(["ingest", str(shared_data / "pdf" / "wiki"), "--ray", local_ray],
+    _kill_mid_run(["ingest", *_bombs_then_corpus(made_hostile, shared_data), "--ray", local_ray],
                   tmp_path / "home", ray_workers)
 
 

@@ -44,12 +44,16 @@ and the batch goes on.
   a PDF is open and its page count known (``on_page(0, total)``); the pool
   (pebble) reports the job's process ended by SIGALRM and starts another.
 
-Workers die with their parent: each asks the kernel for SIGKILL when its
-parent (the forkserver) dies (``PR_SET_PDEATHSIG``), and the forkserver
-exits when the process that started it does (it reads EOF on a pipe only
-that process holds), so a SIGKILL of the caller (an OOM killer, a container
-runtime) takes the workers with it within moments. pebble's locks are taken
-with timeouts, so a worker killed while holding one blocks no other.
+Workers die with their parent: the forkserver asks the kernel for SIGKILL
+when the process that started it dies, and each worker when the forkserver
+dies (``PR_SET_PDEATHSIG`` both, :func:`die_with_parent`;
+:mod:`pilar.ingest.forkserver_init`), so a SIGKILL of the caller (an OOM
+killer, a container runtime) takes the workers with it at once, even one
+busy inside C code. The thread that starts the first worker counts as the
+forkserver's parent (Linux ties the signal to it): the caller's main
+thread, the server's ingest thread, a Ray worker's task thread, all of
+which live as long as their process. pebble's locks are taken with
+timeouts, so a worker killed while holding one blocks no other.
 
 The caller's script must guard its entry point (``if __name__ ==
 "__main__":``), as with any spawning start method: the forkserver imports
@@ -187,8 +191,11 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
         pool.join()
 
 
-PRELOAD = ["pilar.ingest", "pilar.ingest.html", "pilar.ingest.pdf", "pilar.ingest.parallel"]
-"""Modules the forkserver imports once, so every worker starts with the parsers loaded."""
+PRELOAD = ["pilar.ingest.forkserver_init", "pilar.ingest", "pilar.ingest.html",
+           "pilar.ingest.pdf", "pilar.ingest.parallel"]
+"""Modules the forkserver imports once: the first makes it die with its
+parent (:mod:`pilar.ingest.forkserver_init`), the others load the parsers
+every worker starts with."""
 
 WORKERS_BROKEN = ("parse worker processes could not start (a script that calls "
                   "Pilar.ingest needs an `if __name__ == \"__main__\":` guard: each "
@@ -217,10 +224,10 @@ def worker_context():
 
 
 def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies
-    (``PR_SET_PDEATHSIG``), and exit at once if that already happened (the
-    parent this process was started by is gone). Elsewhere than Linux only
-    the second check is made."""
+    """Ask Linux to SIGKILL this process when its parent (the thread that
+    started it) dies (``PR_SET_PDEATHSIG``), and exit at once if a
+    multiprocessing parent is gone already. Elsewhere than Linux only the
+    second check is made."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux
