@@ -4,8 +4,8 @@ and the peak resident size of the server's process tree.
 
     python bench/parse_budget.py [--uncapped] [--memory BYTES] [--json OUT]
 
-Starts ``pilar serve`` (``PILAR_API_KEYS="admin,team-a-key:team-a"``) on a
-fresh ``PILAR_HOME``, uploads one small HTML page as team-a and searches it
+Starts ``pilar serve`` (``PILAR_API_KEYS="admin,team-a-key:team-a"``, no
+rate limit: one client searches without pause) on a fresh ``PILAR_HOME``, uploads one small HTML page as team-a and searches it
 once (the embedding model is loaded: the "model" part of the tree), then
 uploads the 3.5 MB PDF of ``tests/fixtures/hostile/make.py`` whose one
 content stream inflates to 1 GiB, as team-a, while one client searches
@@ -71,7 +71,7 @@ def tree_memory(pid: int) -> tuple[int, int, int, int, int]:
 
 def run(uncapped: bool, memory: int | None) -> dict:
     home = Path(tempfile.mkdtemp(prefix="pilar-parse-budget-"))
-    env = {"PILAR_API_KEYS": f"admin,{TEAM_A}:team-a"}
+    env = {"PILAR_API_KEYS": f"admin,{TEAM_A}:team-a", "PILAR_API_RATE_LIMIT": ""}
     if uncapped:
         env["PILAR_PDF_MAX_PAGE_CONTENT_BYTES"] = str(2**40)
     if memory:
