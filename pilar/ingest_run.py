@@ -3,9 +3,11 @@ on Ray), embed several documents per call, store each document as its own
 unit of work (:class:`pilar.writes.DocumentWriter`); one
 :class:`~pilar.model.IngestResult` per file, in input order.
 
-Bytes already stored are settled without a parse (``unchanged`` or
-``new_source``); a copy of a file parsed earlier in the same run waits for
-that file and is settled as if ingested after it. A file that fails gets
+Bytes already stored in the run's collection are settled without a parse
+(``unchanged`` or ``new_source``); the same bytes in another collection are
+that collection's own document and change nothing here. A copy of a file
+parsed earlier in the same run waits for that file and is settled as if
+ingested after it. A file that fails gets
 ``status="failed"`` and a one-line reason; the rest go on. A
 :class:`~pilar.errors.ConfigError` (every file would fail alike) stops the
 run, and whatever was stored stays.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from pilar.config import Settings
 from pilar.errors import ConfigError, IngestError
-from pilar.ingest import new_document, read_source
+from pilar.ingest import document_id, new_document, read_source
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
 from pilar.model import Document, IngestResult, ParsedDocument
 from pilar.retrieval.embeddings import Embedder, page_vectors
@@ -121,9 +123,9 @@ class IngestRun:
         emit(self._store_batch(batch))
         return results
 
-    def _jobs(self) -> Iterator[tuple[int, bytes | None, str]]:
-        """``(file index, bytes, uri)`` to parse; ``bytes`` is None for a
-        file settled without a parse (its result in ``self.settled``)."""
+    def _jobs(self) -> Iterator[tuple[int, bytes | None, str, str | None]]:
+        """``(file index, bytes, uri, doc_id)`` to parse; ``bytes`` is None
+        for a file settled without a parse (its result in ``self.settled``)."""
         for i, path in enumerate(self.files):
             t0 = time.perf_counter()
             try:
@@ -134,31 +136,43 @@ class IngestRun:
                 if probe.sha256 in self.in_flight:
                     self.settled[i] = (lambda i=i, sha=probe.sha256, t0=t0:
                                        self._same_as_earlier(i, sha, self.in_flight[sha], t0))
-                    yield i, None, ""
+                    yield i, None, "", None
                     continue
-                existing = self.graph.find_by_sha256(probe.sha256)
+                existing = self.graph.find_by_sha256(probe.sha256, self.collection)
                 if existing is not None and existing.status == "ready":
                     self.settled[i] = self._known(path, existing, t0)
-                    yield i, None, ""
+                    yield i, None, "", None
                     continue
                 if existing is not None:
                     self.writer.remove(existing.doc_id)
+                doc_id = self._doc_id(probe.sha256)
             except ConfigError:
                 raise
             except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
                 self.settled[i] = IngestResult(str(path), "failed", reason=store_failure(exc),
                                                seconds=time.perf_counter() - t0)
-                yield i, None, ""
+                yield i, None, "", None
                 continue
             self.started[i] = (t0, time.perf_counter() - t0)
             self.in_flight[probe.sha256] = i
-            yield i, data, str(path.resolve())
+            yield i, data, str(path.resolve()), doc_id
+
+    def _doc_id(self, sha256: str) -> str:
+        """The id new bytes ``sha256`` get in this run's collection
+        (:func:`~pilar.ingest.document_id`); the keyed form when a store
+        written before documents were per collection holds the plain id in
+        another collection."""
+        doc_id = document_id(sha256, self.collection)
+        held = self.graph.documents([doc_id], statuses=None)
+        if held and held[0].collection != self.collection:
+            return document_id(sha256, self.collection, keyed=True)
+        return doc_id
 
     def _same_as_earlier(self, i: int, sha256: str, first: int, t0: float) -> IngestResult:
         """The result of file ``i``, a copy of file ``first`` of this run
         (settled once ``first`` is stored, as if ingested after it)."""
         path = self.files[i]
-        existing = self.graph.find_by_sha256(sha256)
+        existing = self.graph.find_by_sha256(sha256, self.collection)
         if existing is None or existing.status != "ready":
             return IngestResult(str(path), "failed",
                                 reason=f"same bytes as {self.files[first]}, which failed",

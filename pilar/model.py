@@ -42,12 +42,14 @@ UnitKind = Literal["paragraph", "list_item", "definition", "caption", "heading",
 class Document:
     """One ingested file (DESIGN.md "Document").
 
-    ``doc_id`` is the first 16 hex digits of the SHA-256 of the file's bytes,
-    so the same bytes always get the same id; ``uri`` is where it was first
-    read from (an absolute path for local files) and ``sources`` every
-    location it is known at, ``uri`` first (copies of the same bytes at other
-    paths add theirs). ``collection`` groups documents
-    for filtered reads (default ``"default"``). ``status`` is the visibility
+    A document belongs to one ``collection`` (default ``"default"``): the
+    same bytes in two collections are two documents. ``doc_id`` derives from
+    the SHA-256 of the file's bytes and the collection
+    (:func:`pilar.ingest.document_id`), so the same bytes in one collection
+    always get the same id; ``uri`` is where it was first read from (an
+    absolute path for local files) and ``sources`` every location it is
+    known at in its collection, ``uri`` first (copies of the same bytes at
+    other paths add theirs). ``status`` is the visibility
     switch of the two-store write protocol: ``pending`` while its index and
     graph rows are written, ``ready`` once both stores hold it (the only
     status reads see), ``deleting`` while it is being removed.
@@ -265,15 +267,19 @@ class Assertion:
 
 @dataclass(slots=True)
 class Entity:
-    """A canonical entity (PILAR App. E.2). Entities are shared across
-    documents: ``entity_id`` derives from ``type`` and the normalised name;
-    ``mentions`` are support ids (``MENTIONED_IN`` edges)."""
+    """A canonical entity (PILAR App. E.2). Entities are shared across the
+    documents of one ``collection``, never across collections:
+    ``entity_id`` derives from ``type`` and the normalised name, prefixed
+    with ``"<collection>:"`` outside ``default``
+    (:func:`pilar.graph.linking.in_collection`); ``mentions`` are support
+    ids (``MENTIONED_IN`` edges)."""
 
     entity_id: str
     name: str
     type: str = "thing"
     aliases: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
+    collection: str = DEFAULT_COLLECTION
 
 
 @dataclass(slots=True)

@@ -152,9 +152,11 @@ class Pilar:
         call (:func:`pilar.retrieval.embeddings.page_vectors`) and stores
         each document as one unit (:mod:`pilar.writes`). A file that
         fails gets ``status="failed"`` and a one-line ``reason``; the rest go
-        on. Unchanged bytes are a no-op (``"unchanged"``, in whatever
-        collection they are); new bytes at a known path replace the old
-        document (``"replaced"``). Bytes already stored from another path get
+        on. A document belongs to one collection: bytes stored in another
+        collection are a document of their own here. Bytes already in
+        ``collection`` from the same path are a no-op (``"unchanged"``); new
+        bytes at a known path of the collection replace the old document
+        (``"replaced"``). Bytes already stored in it from another path get
         ``"new_source"`` (the path is recorded as another source of that
         document, ``reason`` names the stored one); files in folders that
         are not documents get ``"skipped"`` (see :func:`~pilar.ingest.files.select_files`; they
@@ -220,10 +222,14 @@ class Pilar:
         ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
         :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
         profile; ``TypeError`` when ``budget`` or ``k`` is not an int (or the
-        scopes not lists of strings); :class:`~pilar.errors.EmptyStoreError`
-        (before loading any model) when the store holds no pages;
-        :class:`~pilar.errors.ConfigError` when the embedding or reranker
-        model cannot be loaded."""
+        scopes not lists of strings) and ``ValueError`` for a name that is no
+        collection name; :class:`~pilar.errors.EmptyStoreError` (before
+        loading any model) when the store holds no pages and the search is
+        not limited (a search limited to ``collections`` or ``doc_ids`` that
+        finds nothing has no pages, whether the store holds other documents
+        or none: a caller limited to some collections learns nothing of the
+        others); :class:`~pilar.errors.ConfigError` when the embedding or
+        reranker model cannot be loaded."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty")
         if not _WORDY.search(question):
@@ -237,11 +243,12 @@ class Pilar:
         retriever = self.retriever(profile)
         # the page count is read until the store is seen holding pages, and
         # again only when a search finds nothing (one round trip less per search)
-        if not self._held_pages and self.index.count() == 0:
-            raise EmptyStoreError(EMPTY_STORE)
-        self._held_pages = True
+        if scope.unlimited:
+            if not self._held_pages and self.index.count() == 0:
+                raise EmptyStoreError(EMPTY_STORE)
+            self._held_pages = True
         pages = retriever.search(question, k, None if scope.unlimited else scope)
-        if not pages and self.index.count() == 0:
+        if not pages and scope.unlimited and self.index.count() == 0:
             self._held_pages = False
             raise EmptyStoreError(EMPTY_STORE)
         return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
@@ -401,7 +408,7 @@ class Pilar:
         """``{page_id: (supports, units)}`` in document order, from an LRU of
         :data:`PAGE_CACHE` pages: units are query-independent and may be
         cached per page (Tessera §3.2), and pages are content-addressed (a
-        doc_id is the SHA-256 of the bytes), so a cached page stays valid.
+        doc_id derives from the SHA-256 of the bytes and the collection), so a cached page stays valid.
         Ingesting or deleting through this object empties the cache. Safe
         under threads (the store reads run outside the cache's lock)."""
         cache = self._pages
@@ -441,10 +448,14 @@ class Pilar:
         units = self._page_material([page_id])[page_id][1]
         return {u.support_id: u.headers for u in units if u.kind == "row"}
 
-    def entities(self, query: str, limit: int = 20) -> list[Entity]:
-        """Entities whose name or aliases share words with ``query`` (full-text,
-        best first, at most ``limit``)."""
-        return self.graph.entity_candidates(query, limit)
+    def entities(self, query: str, limit: int = 20,
+                 collections: list[str] | None = None) -> list[Entity]:
+        """Entities (of ``collections`` when given) whose name or aliases
+        share words with ``query`` (full-text, best first, at most ``limit``).
+        Raises ``ValueError`` for a name that is no collection name."""
+        scope = _scope(collections, None)
+        return self.graph.entity_candidates(query, limit, None if scope.collections is None
+                                            else list(scope.collections))
 
     def entity(self, entity_id: str) -> Entity | None:
         return self.graph.get_entities([entity_id]).get(entity_id)

@@ -38,13 +38,13 @@ def _embedder(settings: Settings) -> Embedder:
     return _EMBEDDERS[key]
 
 
-def parse_and_embed(data: bytes, uri: str, settings: Settings):
+def parse_and_embed(data: bytes, uri: str, doc_id: str | None, settings: Settings):
     """One Ray task: the parse, in a worker process of this Ray worker within
     the parse budgets (:func:`~pilar.ingest.parallel.parse_many` with one
     worker, which dies with this process), then the document's page vectors;
     ``(document | None, reason | None, stages, vectors | None)``; raises only
     :class:`ConfigError` (a bad setting)."""
-    (item,) = parse_many([(0, data, uri)], settings, 1)
+    (item,) = parse_many([(0, data, uri, doc_id)], settings, 1)
     parsed, reason, stages = item.document, item.reason, item.stages
     vectors = None
     if parsed is not None:
@@ -76,7 +76,7 @@ def _probe(address: str, timeout: float = 5.0) -> None:
                           f"{exc.strerror or type(exc).__name__}") from None
 
 
-def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
+def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str, str | None]], settings: Settings,
                    address: str, in_flight: int | None = None) -> Iterator[Parsed[T]]:
     """Like :func:`pilar.ingest.parallel.parse_many`, on the Ray cluster at
     ``address`` (``auto`` = the cluster this machine belongs to, or
@@ -117,8 +117,9 @@ def ray_parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settin
             return Parsed(tag, None, f"Ray task failed: {failure_reason(exc)}", {})
         return Parsed(tag, parsed, reason, stages, vectors)
 
-    for tag, data, uri in jobs:
-        pending.append((tag, task.remote(data, uri, settings_ref) if data is not None else None))
+    for tag, data, uri, doc_id in jobs:
+        pending.append((tag, task.remote(data, uri, doc_id, settings_ref)
+                        if data is not None else None))
         while len(pending) > limit or (pending and pending[0][1] is None):
             yield result(*pending.popleft())
     while pending:

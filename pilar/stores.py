@@ -112,7 +112,10 @@ class SqliteDatabase:
             return self._monitor.execute("PRAGMA data_version").fetchone()[0]
 
     def migrate(self) -> list[int]:
-        """Apply pending ``migrations/sqlite`` files; returns the versions applied."""
+        """Apply pending ``migrations/sqlite`` files, each in one transaction;
+        returns the versions applied. Foreign keys are off while a file runs
+        (SQLite's way to rebuild a table others refer to) and checked before
+        it commits: a violation rolls it back and raises ``sqlite3.IntegrityError``."""
         with self._lock:
             current = self._writer.execute("PRAGMA user_version").fetchone()[0]
             applied = []
@@ -120,8 +123,21 @@ class SqliteDatabase:
                 if version <= current:
                     continue
                 script = path.read_text(encoding="utf-8")
-                self._writer.executescript(
-                    f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
+                self._writer.execute("PRAGMA foreign_keys=OFF")
+                try:
+                    self._writer.executescript(
+                        f"BEGIN;\n{script}\nPRAGMA user_version={version};")
+                    broken = self._writer.execute("PRAGMA foreign_key_check").fetchone()
+                    if broken:
+                        self._writer.execute("ROLLBACK")
+                        raise sqlite3.IntegrityError(
+                            f"migration {path.name} leaves a row of {broken[0]} without "
+                            f"its {broken[2]} row")
+                    self._writer.execute("COMMIT")
+                finally:
+                    if self._writer.in_transaction:
+                        self._writer.execute("ROLLBACK")
+                    self._writer.execute("PRAGMA foreign_keys=ON")
                 applied.append(version)
             return applied
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
-from pilar.graph.linking import link_across
+from pilar.graph.linking import in_collection, link_across
 from pilar.model import ParsedDocument
 from pilar.retrieval import PageIndex
 
@@ -55,13 +55,15 @@ class DocumentWriter:
         removed and the error raised."""
         self.on_change()
         doc = parsed.document
-        known = [d for d in self.graph.find_by_uri(doc.uri) if d.doc_id != doc.doc_id]
+        known = [d for d in self.graph.find_by_uri(doc.uri, doc.collection)
+                 if d.doc_id != doc.doc_id]
         # new bytes at a known path: a document also found elsewhere only
         # loses this path; one found nowhere else is replaced
         for d in known:
             if len(d.sources) > 1:
                 self.graph.remove_source(d.doc_id, doc.uri)
         old = [d.doc_id for d in known if len(d.sources) <= 1]
+        in_collection(parsed)
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # on the embedded store the index transaction encloses everything
         # (one SQLite transaction); on servers each step commits on its own

@@ -5,8 +5,10 @@ when NEO4J_URI is set (./scripts/test starts one)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
-from pilar.ingest import parse
+from pilar.graph.linking import in_collection
+from pilar.ingest import document_id, parse
 from pilar.model import Assertion, Entity, SameAs
 from tests.conftest import FIXTURES
 
@@ -33,7 +35,8 @@ def test_write_then_read_back(graph_store):
     [doc] = graph_store.documents([parsed.document.doc_id])
     assert doc.uri == parsed.document.uri and doc.sha256 == parsed.document.sha256
     assert doc.ingested_at
-    assert graph_store.find_by_sha256(doc.sha256).doc_id == doc.doc_id
+    assert graph_store.find_by_sha256(doc.sha256, "default").doc_id == doc.doc_id
+    assert graph_store.find_by_sha256(doc.sha256, "other") is None
     assert [d.doc_id for d in graph_store.find_by_uri(doc.uri)] == [doc.doc_id]
     page_id = parsed.pages[0].page_id
     assert graph_store.pages([page_id])[page_id].text == parsed.pages[0].text
@@ -97,6 +100,47 @@ def test_entity_candidates_match_names_and_aliases(graph_store):
     graph_store.write_document(_with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet"]))
     assert [e.entity_id for e in graph_store.entity_candidates("planet")] == ["person:ratan planet"]
     assert graph_store.entity_candidates("nothing like it") == []
+
+
+def _in(collection: str, path, people: list[str]):
+    """``path`` parsed as a document of ``collection`` (its id and entities
+    as the writer gives them), with entities naming ``people``."""
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    parsed = _with_graph(parse(data, uri=str(path), doc_id=document_id(sha, collection)), people)
+    parsed.document.collection = collection
+    in_collection(parsed)
+    return parsed
+
+
+def test_the_same_bytes_in_two_collections_are_two_documents(graph_store):
+    path = CORPUS / "204-541.html"
+    a, b = _in("team-a", path, ["Ratan Planet"]), _in("team-b", path, ["Ratan Planet"])
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    sha, uri = a.document.sha256, str(path)
+    ids = a.document.doc_id, b.document.doc_id
+    assert ids[0] != ids[1] and a.pages[0].page_id != b.pages[0].page_id
+    assert [graph_store.find_by_sha256(sha, c).doc_id for c in ("team-a", "team-b")] == list(ids)
+    assert graph_store.find_by_sha256(sha, "default") is None
+    assert [d.doc_id for d in graph_store.find_by_uri(uri, "team-b")] == [ids[1]]
+    assert sorted(d.doc_id for d in graph_store.find_by_uri(uri)) == sorted(ids)
+    # each collection has its own entity, found only within it
+    found = graph_store.entity_candidates("planet", collections=["team-b"])
+    assert [(e.entity_id, e.collection) for e in found] == [
+        ("team-b:person:ratan planet", "team-b")]
+    assert {e.entity_id for e in graph_store.entity_candidates("planet")} == {
+        "team-a:person:ratan planet", "team-b:person:ratan planet"}
+    assert graph_store.entity_documents(["team-a:person:ratan planet"]) == {
+        "team-a:person:ratan planet": [ids[0]]}
+    # deleting one leaves the other whole
+    assert graph_store.delete_document(ids[0]) is True
+    [left] = graph_store.documents(statuses=None)
+    assert (left.doc_id, left.collection, left.sources) == (ids[1], "team-b", [uri])
+    assert graph_store.supports_on_pages([b.pages[0].page_id])[b.pages[0].page_id]
+    assert list(graph_store.get_entities(["team-a:person:ratan planet",
+                                          "team-b:person:ratan planet"])) == [
+        "team-b:person:ratan planet"]
 
 
 def test_assertions_round_trip_with_supports(graph_store):
@@ -213,14 +257,17 @@ def test_a_document_has_several_sources(graph_store):
     [doc] = graph_store.documents([doc_id])
     assert (doc.uri, doc.sources) == ("/copies/kanpur.html", ["/copies/kanpur.html"])
     assert graph_store.find_by_uri(first) == []
-    assert graph_store.find_by_sha256(parsed.document.sha256).sources == ["/copies/kanpur.html"]
+    assert graph_store.find_by_sha256(parsed.document.sha256, "default").sources == [
+        "/copies/kanpur.html"]
 
 
-def _linked_pair(graph_store):
+def _linked_pair(graph_store, b_people: tuple[str, ...] = (), b_collection: str = "default"):
     """Two documents: Ratan Planet in both, Krishna Tower in a (and the object
-    of one of b's assertions), SAME_AS between them."""
+    of one of b's assertions), SAME_AS between them; ``b`` also names
+    ``b_people`` and is in ``b_collection`` (its entities as given: unprefixed)."""
     a = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower"])
-    b = _with_graph(parse(CORPUS / "204-268.html"), ["Ratan Planet"])
+    b = _with_graph(parse(CORPUS / "204-268.html"), ["Ratan Planet", *b_people])
+    b.document.collection = b_collection
     bd = b.document.doc_id
     b.assertions.append(Assertion(f"{bd}:a9", bd, "Child Maurice", "related_to", "Krishna Tower",
                                   "text", (b.supports[2].support_id,), {}, 0.9, True, "test",

@@ -136,7 +136,8 @@ def test_a_pdf_reports_its_pages_from_a_worker_as_in_process(workers):
     pdf = FIXTURES / "pdf" / "diesel_engines-p1-3.pdf"
     html = FIXTURES / "corpus" / "204-541.html"
     reports = []
-    jobs = [("html", html.read_bytes(), str(html)), ("pdf", pdf.read_bytes(), str(pdf))]
+    jobs = [("html", html.read_bytes(), str(html), None),
+            ("pdf", pdf.read_bytes(), str(pdf), None)]
     parsed = list(parse_many(jobs, Settings(pdf_layout="rules"), workers,
                              on_page=lambda tag, done, total: reports.append((tag, done, total))))
     assert [p.tag for p in parsed] == ["html", "pdf"] and all(p.document for p in parsed)

@@ -115,9 +115,9 @@ def test_stored_entities_are_not_linked_again(tmp_path, wtq_pages):
         def __getattr__(self, name):
             return getattr(graph_store, name)
 
-        def entity_candidates(self, name, limit=20):
+        def entity_candidates(self, name, limit=20, collections=None):
             calls.append(name)
-            return graph_store.entity_candidates(name, limit)
+            return graph_store.entity_candidates(name, limit, collections)
 
     again = parse(wtq_pages / CANONICAL_PAGE)
     assert link_across(again, Counting()) == [] and calls == []

@@ -32,7 +32,7 @@ UNCAPPED = {"pdf_max_page_content_bytes": 2**40, "pdf_max_page_chars": 10**9,
 
 
 def _jobs(*paths):
-    return [(p.name, p.read_bytes(), str(p)) for p in paths]
+    return [(p.name, p.read_bytes(), str(p), None) for p in paths]
 
 
 def _index(folder):

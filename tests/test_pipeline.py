@@ -140,6 +140,58 @@ def test_a_copy_is_another_source_and_keeps_the_document_when_one_path_changes(t
     assert p.index.count() == 2
 
 
+def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
+    """A document belongs to one collection: the same bytes ingested into
+    ``default``, ``team-a`` and ``team-b`` are three documents (ids, sources,
+    entities of their own); within a collection the duplicate rules hold;
+    deleting one leaves the others whole."""
+    from pilar.ingest import document_id
+
+    p = Pilar(home=tmp_path / "home")
+    a, copy = tmp_path / "a.html", tmp_path / "copy.html"
+    shutil.copy(CORPUS / "204-541.html", a)
+    shutil.copy(a, copy)
+    sha = p.ingest([a])[0]
+    runs = {c: p.ingest([a], collection=c) for c in ("team-a", "team-b")}
+    assert [r.status for c in runs for r in runs[c]] == ["ingested", "ingested"]
+    ids = {"default": sha.doc_id, **{c: r[0].doc_id for c, r in runs.items()}}
+    digest = p.docs()[0].sha256
+    assert ids == {c: document_id(digest, c) for c in ids} and len(set(ids.values())) == 3
+    assert ids["default"] == digest[:16]  # the default collection keeps its ids
+    assert [r.status for r in p.ingest([a], collection="team-a")] == ["unchanged"]
+    [added] = p.ingest([copy], collection="team-b")
+    assert (added.status, added.doc_id, added.reason) == ("new_source", ids["team-b"],
+                                                          str(a.resolve()))
+    assert {d.collection: d.sources for d in p.docs()} == {
+        "default": [str(a.resolve())], "team-a": [str(a.resolve())],
+        "team-b": [str(a.resolve()), str(copy.resolve())]}
+    q = "what is the tallest building in kanpur?"
+    for c in ids:
+        found = p.search(q, collections=[c], budget=400)
+        assert {pg.doc_id for pg in found.pages} == {ids[c]}
+        assert {e.collection for e in p.entities("ratan planet", collections=[c])} == {c}
+        assert all(e.entity_id.startswith(f"{c}:") == (c != "default")
+                   for e in p.entities("ratan planet", collections=[c]))
+    assert p.delete(ids["team-a"]) is True
+    assert {d.collection for d in p.docs()} == {"default", "team-b"}
+    assert p.search(q, collections=["team-a"], budget=400).pages == []
+    for c in ("default", "team-b"):
+        assert {pg.doc_id for pg in p.search(q, collections=[c], budget=400).pages} == {ids[c]}
+    assert p.entities("ratan planet", collections=["team-a"]) == []
+
+
+def test_a_limited_search_finding_nothing_says_nothing_of_other_collections(tmp_path: Path):
+    """On an empty store and on one holding only another collection, a
+    search limited to ``team-a`` gets the same: no pages."""
+    p = Pilar(home=tmp_path / "home")
+    q = "what is the tallest building in kanpur?"
+    empty = p.search(q, collections=["team-a"], budget=400)
+    p.ingest([CORPUS / "204-541.html"], collection="team-b")
+    other = p.search(q, collections=["team-a"], budget=400)
+    assert (empty.pages, other.pages) == ([], [])
+    assert (empty.packet.text, empty.packet.citations) == (other.packet.text, [])
+
+
 def test_files_in_folders_that_are_not_documents_are_reported_skipped(tmp_path: Path):
     folder = tmp_path / "docs"
     folder.mkdir()

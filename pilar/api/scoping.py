@@ -91,27 +91,16 @@ def page(pilar: Pilar, access: Access, page_id: str):
     return (doc, *found) if found else None
 
 
-def _entity_visible(pilar: Pilar, allowed: set[str] | None, entity_ids: list[str]) -> set[str]:
-    if allowed is None:
-        return set(entity_ids)
-    return {eid for eid, docs in pilar.entity_documents(entity_ids).items()
-            if allowed.intersection(docs)}
-
-
 def entities(pilar: Pilar, access: Access, query: str, limit: int):
-    """Entities matching ``query`` that documents the caller sees use."""
-    allowed = visible_doc_ids(pilar, access)
-    found = pilar.entities(query, limit if allowed is None else limit * 5)
-    keep = _entity_visible(pilar, allowed, [e.entity_id for e in found])
-    return [e for e in found if e.entity_id in keep][:limit]
+    """Entities of the caller's collections matching ``query`` (an entity
+    belongs to one collection: :attr:`pilar.model.Entity.collection`)."""
+    return pilar.entities(query, limit, _names(access.collections))
 
 
 def entity(pilar: Pilar, access: Access, entity_id: str):
-    """The entity if documents the caller sees use it, else None."""
+    """The entity if it is of a collection the caller sees, else None."""
     found = pilar.entity(entity_id)
-    if found is None or not _entity_visible(pilar, visible_doc_ids(pilar, access), [entity_id]):
-        return None
-    return found
+    return found if found is not None and access.allows(found.collection) else None
 
 
 def neighborhood(pilar: Pilar, access: Access, entity_id: str, depth: int):

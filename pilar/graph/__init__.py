@@ -34,12 +34,14 @@ class GraphStore(Protocol):
         """Release connections; the store is unusable afterwards."""
         ...
     def transaction(self) -> AbstractContextManager[None]: ...
-    def find_by_sha256(self, sha256: str) -> Document | None:
-        """The document with these bytes, whatever its status, or None."""
+    def find_by_sha256(self, sha256: str, collection: str) -> Document | None:
+        """The document of ``collection`` with these bytes, whatever its
+        status, or None (the same bytes in another collection are another
+        document)."""
         ...
-    def find_by_uri(self, uri: str) -> list[Document]:
-        """Documents that have ``uri`` among their ``sources``, whatever
-        their status."""
+    def find_by_uri(self, uri: str, collection: str | None = None) -> list[Document]:
+        """Documents (of ``collection``; None = any) that have ``uri`` among
+        their ``sources``, whatever their status."""
         ...
     def add_source(self, doc_id: str, uri: str) -> bool:
         """Record ``uri`` as another location of the stored document
@@ -94,8 +96,17 @@ class GraphStore(Protocol):
         Raises :class:`pilar.graph.explore.CypherError`, or
         :class:`pilar.errors.ConfigError` on a backend without Cypher."""
         ...
-    def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]: ...
-    def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]: ...
+    def entity_candidates(self, name: str, limit: int = 20,
+                          collections: list[str] | None = None) -> list[Entity]:
+        """Stored entities whose name or aliases share words with ``name``
+        (full-text, best first, at most ``limit``), of ``collections`` only
+        when given (an entity belongs to the collection of the documents
+        that use it, :attr:`pilar.model.Entity.collection`)."""
+        ...
+    def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
+        """``{entity_id: Entity}`` (with its collection, without mentions)
+        for the ids that exist."""
+        ...
     def assertions_of(self, doc_id: str) -> list[Assertion]: ...
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]: ...
     def expansion_pages(self, entity_ids: list[str],

@@ -3,13 +3,16 @@ same_as edges are added when ... alias overlap, type compatibility, and
 descriptor similarity jointly indicate that they refer to the same entity";
 App. E.5 graph assembly).
 
-Entities are global: the same type and normalised canonical name is one
-node whatever the document (:func:`pilar.ingest.names.entity_id`). SAME_AS
-links *different* ids that name the same thing. For each entity of a new
-document that is not stored yet (or brings aliases the stored node lacks),
-:func:`link_across` fetches candidates by full-text blocking
-(``GraphStore.entity_candidates``, on the name and up to three aliases) and
-scores each type-compatible one with :func:`match`:
+Entities are global within a collection: the same type and normalised
+canonical name is one node whatever the document of that collection
+(:func:`pilar.ingest.names.entity_id`, prefixed with the collection outside
+``default``: :func:`in_collection`); collections never share one, nor a
+link. SAME_AS links *different* ids that name the same thing. For each
+entity of a new document that is not stored yet (or brings aliases the
+stored node lacks), :func:`link_across` fetches candidates of the same
+collection by full-text blocking (``GraphStore.entity_candidates``, on the
+name and up to three aliases) and scores each type-compatible one with
+:func:`match`:
 
 ======================  =====  ====================================================
 method                  score  when
@@ -45,9 +48,9 @@ from __future__ import annotations
 
 from pilar.config import Settings
 from pilar.ingest.names import acronym, compatible, normalise, similarity
-from pilar.model import Entity, ParsedDocument, SameAs
+from pilar.model import DEFAULT_COLLECTION, Entity, ParsedDocument, SameAs
 
-__all__ = ["link_across", "match", "MAX_LINKS"]
+__all__ = ["in_collection", "link_across", "match", "MAX_LINKS"]
 
 MAX_LINKS = 3
 """SAME_AS links kept per new entity."""
@@ -102,10 +105,31 @@ def match(a: Entity, b: Entity, threshold: float = 0.8) -> tuple[float, str] | N
     return None
 
 
+def in_collection(parsed: ParsedDocument) -> None:
+    """Put ``parsed``'s entities in its document's collection: their
+    ``collection`` set and, outside ``default``, their ids (and the subject
+    and object ids of its assertions) prefixed with ``"<collection>:"``, so
+    documents of two collections never share an entity. Entities already in
+    the collection are left as they are."""
+    collection = parsed.document.collection
+    prefix = "" if collection == DEFAULT_COLLECTION else f"{collection}:"
+    ids = {}
+    for e in parsed.entities:
+        if e.collection != collection:
+            ids[e.entity_id] = prefix + e.entity_id
+            e.entity_id, e.collection = ids[e.entity_id], collection
+    if not prefix:
+        return
+    for a in parsed.assertions:
+        a.subject_entity = ids.get(a.subject_entity, a.subject_entity)
+        a.object_entity = ids.get(a.object_entity, a.object_entity)
+
+
 def link_across(parsed: ParsedDocument, graph, settings: Settings | None = None
                 ) -> list[SameAs]:
-    """SAME_AS links from ``parsed.entities`` to entities already in
-    ``graph`` (any :class:`~pilar.graph.GraphStore`), best first per entity.
+    """SAME_AS links from ``parsed.entities`` to entities of its collection
+    already in ``graph`` (any :class:`~pilar.graph.GraphStore`), best first
+    per entity (call :func:`in_collection` first).
 
     Reads the store only (``get_entities``, ``entity_candidates``); the caller
     writes the links with the document. Entities of the document itself are
@@ -126,7 +150,8 @@ def link_across(parsed: ParsedDocument, graph, settings: Settings | None = None
         names = list(dict.fromkeys((e.name, *e.aliases[:MAX_ALIAS_QUERIES])))
         candidates: dict[str, Entity] = {}
         for name in names:
-            for c in graph.entity_candidates(name, settings.link_candidates):
+            for c in graph.entity_candidates(name, settings.link_candidates,
+                                             [parsed.document.collection]):
                 if c.entity_id not in own:
                     candidates.setdefault(c.entity_id, c)
         scored = []

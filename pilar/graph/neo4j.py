@@ -23,8 +23,8 @@ from pilar.errors import StoreError
 from pilar.graph import add_expansion_rows, ingest_time
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
-from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, support_of,
-                                    unit_of)
+from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, entity_of,
+                                    support_of, unit_of)
 from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument, SameAs,
                          Support, Unit, to_jsonable)
 
@@ -116,13 +116,15 @@ class Neo4jGraphStore:
         self.driver.close()
 
     # -- reads ---------------------------------------------------------------
-    def find_by_sha256(self, sha256: str) -> Document | None:
-        rows = self._read(cy.FIND_BY_SHA256, sha=sha256)
+    def find_by_sha256(self, sha256: str, collection: str) -> Document | None:
+        """The document of ``collection`` with these bytes (any status), or None."""
+        rows = self._read(cy.FIND_BY_SHA256, sha=sha256, collection=collection)
         return document_of(rows[0]) if rows else None
 
-    def find_by_uri(self, uri: str) -> list[Document]:
-        """Documents that have ``uri`` among their sources."""
-        return [document_of(r) for r in self._read(cy.FIND_BY_URI, uri=uri)]
+    def find_by_uri(self, uri: str, collection: str | None = None) -> list[Document]:
+        """Documents (of ``collection``; None = any) that have ``uri`` among their sources."""
+        return [document_of(r) for r in self._read(cy.FIND_BY_URI, uri=uri,
+                                                   collection=collection)]
 
     def documents(self, doc_ids: list[str] | None = None, *,
                   collections: list[str] | None = None,
@@ -208,20 +210,22 @@ class Neo4jGraphStore:
         self._write(work)
         return doc
 
-    def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]:
-        """Stored entities whose name or aliases share words with ``name``
-        (full-text blocking for entity linking, PILAR App. E.2)."""
+    def entity_candidates(self, name: str, limit: int = 20,
+                          collections: list[str] | None = None) -> list[Entity]:
+        """Stored entities (of ``collections`` when given) whose name or
+        aliases share words with ``name`` (full-text blocking for entity
+        linking, PILAR App. E.2), best first."""
         words = list(dict.fromkeys(w.lower() for w in _WORDS.findall(name)))[:16]
         if not words:
             return []
         query = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
-        return [Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()))
-                for r in self._read(cy.ENTITY_CANDIDATES, q=query, limit=limit)]
+        return [entity_of(r) for r in self._read(
+            cy.ENTITY_CANDIDATES, q=query, limit=limit,
+            collections=None if collections is None else list(collections))]
 
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
-        rows = self._read(cy.GET_ENTITIES, ids=entity_ids)
-        return {r["id"]: Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()))
-                for r in rows}
+        """``{entity_id: Entity}`` for the ids that exist."""
+        return {r["id"]: entity_of(r) for r in self._read(cy.GET_ENTITIES, ids=entity_ids)}
 
     # -- graph expansion (PILAR §3.4, App. E.6) ---------------------------------
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:

@@ -65,7 +65,7 @@ WRITE_ENTITIES = """
 UNWIND $rows AS row
 MERGE (e:Entity {entity_id: row.entity_id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
-              e.aliases_text = row.aliases_text
+              e.aliases_text = row.aliases_text, e.collection = row.collection
 ON MATCH SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
              e.aliases_text = reduce(t = '', a IN e.aliases | t + ' ' + a)
 """
@@ -98,11 +98,13 @@ UNWIND $rows AS row
 MATCH (a:Entity {entity_id: row.source}), (b:Entity {entity_id: row.target})
 MERGE (a)-[r:SAME_AS]->(b) SET r.score = row.score, r.method = row.method
 """
+# an entity's fields as pilar.graph.neo4j_rows.entity_of reads them
+ENTITY_RETURN = ("RETURN e.entity_id AS id, e.name AS name, e.type AS type, "
+                 "e.aliases AS aliases, e.collection AS collection")
 ENTITY_CANDIDATES = """
-CALL db.index.fulltext.queryNodes('entity_names', $q) YIELD node, score
-RETURN node.entity_id AS id, node.name AS name, node.type AS type, node.aliases AS aliases
-LIMIT $limit
-"""
+CALL db.index.fulltext.queryNodes('entity_names', $q) YIELD node AS e, score
+WHERE $collections IS NULL OR e.collection IN $collections
+""" + ENTITY_RETURN + " LIMIT $limit"
 
 PAGE_SECTIONS = """
 UNWIND $ids AS pid MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)
@@ -257,12 +259,12 @@ SERVER_VERSION = ("CALL dbms.components() YIELD name, versions, edition "
                   "RETURN name, versions[0] AS version, edition")
 
 # -- small reads ---------------------------------------------------------------------
-FIND_BY_SHA256 = f"MATCH (d:Document {{sha256: $sha}}) RETURN {DOC_FIELDS}"
-FIND_BY_URI = f"MATCH (d:Document) WHERE $uri IN d.sources RETURN {DOC_FIELDS}"
+FIND_BY_SHA256 = f"MATCH (d:Document {{sha256: $sha, collection: $collection}}) RETURN {DOC_FIELDS}"
+FIND_BY_URI = (f"MATCH (d:Document) WHERE $uri IN d.sources "
+               f"AND ($collection IS NULL OR d.collection = $collection) RETURN {DOC_FIELDS}")
 PAGES = ("MATCH (p:Page) WHERE p.page_id IN $ids "
          "RETURN p.doc_id AS d, p.number AS n, p.text AS t, p.width AS w, p.height AS h")
-GET_ENTITIES = ("MATCH (e:Entity) WHERE e.entity_id IN $ids RETURN e.entity_id AS id, "
-                "e.name AS name, e.type AS type, e.aliases AS aliases")
+GET_ENTITIES = "MATCH (e:Entity) WHERE e.entity_id IN $ids " + ENTITY_RETURN
 
 
 def count_nodes(label: str) -> str:

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from pilar.graph import neo4j_cypher as cy
-from pilar.model import Assertion, Document, ParsedDocument, Provenance, Support, Unit, to_jsonable
+from pilar.model import (Assertion, Document, Entity, ParsedDocument, Provenance, Support,
+                         Unit, to_jsonable)
 
 BATCH = 5000
 """Rows per UNWIND statement."""
@@ -52,7 +53,7 @@ def document_rows(parsed: ParsedDocument) -> list[tuple[str, list]]:
                "table_index": t.table_index, "page": t.page,
                "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
     entities = [{"entity_id": e.entity_id, "name": e.name, "type": e.type,
-                 "aliases": sorted(set(e.aliases)),
+                 "collection": e.collection, "aliases": sorted(set(e.aliases)),
                  "aliases_text": " ".join(sorted(set(e.aliases)))} for e in parsed.entities]
     mentions = list({(e.entity_id, sid) for e in parsed.entities for sid in e.mentions})
     assertions = [{"assertion_id": a.assertion_id, "doc_id": a.doc_id, "subject": a.subject,
@@ -107,6 +108,12 @@ def assertion_of(r: dict[str, Any]) -> Assertion:
                      qualifiers=json.loads(a["qualifiers"]), confidence=a["confidence"],
                      grounded=a["grounded"], extractor=a["extractor"], subject_entity=r["se"],
                      object_entity=r["oe"], supports=tuple(r["supports"]))
+
+
+def entity_of(r: dict[str, Any]) -> Entity:
+    """An Entity from a record of :data:`~pilar.graph.neo4j_cypher.ENTITY_RETURN`."""
+    return Entity(r["id"], r["name"], r["type"], tuple(r["aliases"] or ()),
+                  collection=r["collection"])
 
 
 def document_of(r: dict[str, Any]) -> Document:

@@ -48,16 +48,15 @@ class SqliteGraphStore:
             yield
 
     # -- reads -------------------------------------------------------------
-    def find_by_sha256(self, sha256: str) -> Document | None:
-        row = self.db.conn.execute(f"SELECT {sql.DOC_READ} FROM documents d WHERE sha256 = ?",
-                                   (sha256,)).fetchone()
+    def find_by_sha256(self, sha256: str, collection: str) -> Document | None:
+        """The document of ``collection`` with these bytes (any status), or None."""
+        row = self.db.conn.execute(sql.FIND_BY_SHA256, (sha256, collection)).fetchone()
         return self._doc(row) if row else None
 
-    def find_by_uri(self, uri: str) -> list[Document]:
-        """Documents that have ``uri`` among their sources, whatever their status."""
-        rows = self.db.conn.execute(
-            f"SELECT {sql.DOC_READ} FROM documents d WHERE doc_id IN "
-            "(SELECT doc_id FROM document_sources WHERE uri = ?)", (uri,)).fetchall()
+    def find_by_uri(self, uri: str, collection: str | None = None) -> list[Document]:
+        """Documents (of ``collection``; None = any) that have ``uri`` among
+        their sources, whatever their status."""
+        rows = self.db.conn.execute(sql.FIND_BY_URI, (uri, collection)).fetchall()
         return [self._doc(r) for r in rows]
 
     def documents(self, doc_ids: list[str] | None = None, *,
@@ -229,13 +228,15 @@ class SqliteGraphStore:
 
     @staticmethod
     def _write_entities(c: sqlite3.Connection, parsed: ParsedDocument) -> None:
-        """Entities are shared: insert new ones, merge aliases into known ones."""
+        """Entities are shared within a collection: insert new ones, merge
+        aliases into known ones."""
         for e in parsed.entities:
             row = c.execute("SELECT aliases FROM entities WHERE entity_id = ?",
                             (e.entity_id,)).fetchone()
             if row is None:
-                c.execute("INSERT INTO entities (entity_id, name, type, aliases) VALUES (?,?,?,?)",
-                          (e.entity_id, e.name, e.type, _j(sorted(set(e.aliases)))))
+                c.execute("INSERT INTO entities (entity_id, name, type, aliases, collection) "
+                          "VALUES (?,?,?,?,?)", (e.entity_id, e.name, e.type,
+                                                 _j(sorted(set(e.aliases))), e.collection))
             else:
                 merged = sorted(set(json.loads(row[0])) | set(e.aliases))
                 if merged != json.loads(row[0]):
@@ -265,26 +266,27 @@ class SqliteGraphStore:
              for l in parsed.same_as],
         )
 
-    def entity_candidates(self, name: str, limit: int = 20) -> list[Entity]:
-        """Stored entities whose name or aliases share words with ``name``
-        (full-text blocking for entity linking, PILAR App. E.2)."""
+    def entity_candidates(self, name: str, limit: int = 20,
+                          collections: list[str] | None = None) -> list[Entity]:
+        """Stored entities (of ``collections`` when given) whose name or
+        aliases share words with ``name`` (full-text blocking for entity
+        linking, PILAR App. E.2), best first."""
         match = _fts_or(name)
         if not match:
             return []
-        rows = self.db.conn.execute(
-            "SELECT e.entity_id, e.name, e.type, e.aliases FROM entity_fts f "
-            "JOIN entities e ON e.rowid = f.rowid WHERE entity_fts MATCH ? "
-            "ORDER BY bm25(entity_fts) LIMIT ?", (match, limit)).fetchall()
-        return [Entity(r[0], r[1], r[2], tuple(json.loads(r[3]))) for r in rows]
+        rows = self.db.conn.execute(sql.ENTITY_CANDIDATES, (
+            match, None if collections is None else json.dumps(list(collections)), limit))
+        return [_entity(r) for r in rows]
 
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
+        """``{entity_id: Entity}`` for the ids that exist."""
         out = {}
         for chunk in _chunks(entity_ids, 500):
             marks = ",".join("?" * len(chunk))
             for r in self.db.conn.execute(
-                    f"SELECT entity_id, name, type, aliases FROM entities "
-                    f"WHERE entity_id IN ({marks})", chunk):
-                out[r[0]] = Entity(r[0], r[1], r[2], tuple(json.loads(r[3])))
+                    f"SELECT {sql.ENTITY_COLS} FROM entities e WHERE entity_id IN ({marks})",
+                    chunk):
+                out[r[0]] = _entity(r)
         return out
 
     # -- graph expansion (PILAR §3.4, App. E.6) ---------------------------------
@@ -416,6 +418,11 @@ class SqliteGraphStore:
 
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _entity(r) -> Entity:
+    """An Entity from a row of :data:`~pilar.graph.sqlite_sql.ENTITY_COLS`."""
+    return Entity(r[0], r[1], r[2], tuple(json.loads(r[3])), collection=r[4])
 
 
 def _assertion(r) -> Assertion:

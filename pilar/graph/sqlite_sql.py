@@ -15,6 +15,20 @@ DOC_COLUMNS = ("doc_id, uri, title, media_type, sha256, n_pages, ingested_at, co
 DOC_READ = ", ".join(f"d.{c}" for c in DOC_COLUMNS.split(", ")) + """,
     (SELECT json_group_array(uri) FROM (SELECT s.uri FROM document_sources s
      WHERE s.doc_id = d.doc_id ORDER BY s.rowid))"""
+FIND_BY_SHA256 = f"SELECT {DOC_READ} FROM documents d WHERE sha256 = ? AND collection = ?"
+# ?2 NULL: any collection
+FIND_BY_URI = f"""
+SELECT {DOC_READ} FROM documents d
+WHERE doc_id IN (SELECT doc_id FROM document_sources WHERE uri = ?1)
+  AND (?2 IS NULL OR collection = ?2)
+"""
+ENTITY_COLS = "e.entity_id, e.name, e.type, e.aliases, e.collection"
+# ?1 an FTS5 query, ?2 a JSON array of collections (NULL: any), ?3 the limit
+ENTITY_CANDIDATES = f"""
+SELECT {ENTITY_COLS} FROM entity_fts f JOIN entities e ON e.rowid = f.rowid
+WHERE entity_fts MATCH ?1 AND (?2 IS NULL OR e.collection IN (SELECT value FROM json_each(?2)))
+ORDER BY bm25(entity_fts) LIMIT ?3
+"""
 UPSERT_DOCUMENT = f"""
 INSERT INTO documents ({DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)
 ON CONFLICT(doc_id) DO UPDATE SET uri = excluded.uri, title = excluded.title,

@@ -16,9 +16,9 @@ from pilar.errors import IngestError
 from pilar.ingest.graph_build import build_graph
 from pilar.ingest.limits import over_limit
 from pilar.ingest.sniff import PDF, maybe_gunzip, sniff
-from pilar.model import Document, ParsedDocument
+from pilar.model import DEFAULT_COLLECTION, Document, ParsedDocument
 
-__all__ = ["parse", "read_source", "new_document", "PageProgress"]
+__all__ = ["parse", "read_source", "new_document", "document_id", "PageProgress"]
 
 PageProgress = Callable[[int, int], None]
 """``on_page(done, total)``: called once a PDF is open (``done`` 0) and after
@@ -49,15 +49,31 @@ def read_source(path: Path, settings: Settings) -> bytes:
         raise IngestError(f"cannot read: {exc.strerror or exc}", str(path)) from None
 
 
-def new_document(data: bytes, uri: str, media_type: str) -> Document:
-    """A :class:`Document` keyed by the SHA-256 of ``data`` (title and page
-    count filled in by the parser)."""
+def document_id(sha256: str, collection: str = DEFAULT_COLLECTION, *,
+                keyed: bool = False) -> str:
+    """The id of the document of bytes ``sha256`` (hex) in ``collection``: 16
+    hex digits, the first of ``sha256`` itself in ``default`` (ids as they
+    were before collections had documents of their own), else of the
+    SHA-256 of ``"<collection>\\n<sha256>"``, so the same bytes in two
+    collections are two documents. ``keyed`` asks for the second form in
+    ``default`` too: a store written before held one document per bytes
+    whatever its collection, so the plain id may be another collection's."""
+    if collection == DEFAULT_COLLECTION and not keyed:
+        return sha256[:16]
+    return hashlib.sha256(f"{collection}\n{sha256}".encode()).hexdigest()[:16]
+
+
+def new_document(data: bytes, uri: str, media_type: str, doc_id: str | None = None) -> Document:
+    """A :class:`Document` of ``data`` with id ``doc_id`` (default: the id in
+    ``default``, :func:`document_id`); title and page count are filled in by
+    the parser."""
     digest = hashlib.sha256(data).hexdigest()
-    return Document(doc_id=digest[:16], uri=uri, title=Path(uri).stem if uri else "",
-                    media_type=media_type, sha256=digest, n_pages=0)
+    return Document(doc_id=doc_id or document_id(digest), uri=uri,
+                    title=Path(uri).stem if uri else "", media_type=media_type, sha256=digest,
+                    n_pages=0)
 
 
-def parse(source: str | Path | bytes, *, uri: str | None = None,
+def parse(source: str | Path | bytes, *, uri: str | None = None, doc_id: str | None = None,
           settings: Settings | None = None,
           on_page: PageProgress | None = None,
           timings: dict[str, float] | None = None) -> ParsedDocument:
@@ -67,7 +83,9 @@ def parse(source: str | Path | bytes, *, uri: str | None = None,
     ``settings.max_html_bytes``). ``uri`` names the source in the document
     (default: the absolute path, or ``"<bytes>"``). The document's assertions
     and entities are built last (:func:`pilar.ingest.graph_build.build_graph`).
-    ``on_page`` reports the pages of a PDF as they are parsed.
+    ``on_page`` reports the pages of a PDF as they are parsed. ``doc_id``
+    keys the document and every record in it (default: its id in the
+    ``default`` collection, :func:`document_id`).
 
     Raises :class:`pilar.errors.IngestError` (or its subclass
     :class:`~pilar.errors.UnsupportedTypeError`) with a one-line reason.
@@ -88,7 +106,7 @@ def parse(source: str | Path | bytes, *, uri: str | None = None,
         raw = data
         data = maybe_gunzip(data, settings.max_html_bytes)
         media_type = sniff(data)
-        doc = new_document(raw, uri, media_type)
+        doc = new_document(raw, uri, media_type, doc_id)
         if media_type == PDF:
             from pilar.ingest.pdf import parse_pdf
 

@@ -121,21 +121,22 @@ class Parsed(Generic[T]):
         self.vectors = vectors
 
 
-def parse_job(data: bytes, uri: str, settings: Settings,
+def parse_job(data: bytes, uri: str, doc_id: str | None, settings: Settings,
               on_page: Callable[[int, int], None] | None = None,
               strict_memory: bool = False
               ) -> tuple[ParsedDocument | None, str | None, dict[str, float]]:
-    """Parse one file's bytes: ``(document, None, stages)`` or ``(None,
-    reason, stages)``; ``on_page(done, total)`` as a PDF's pages are parsed.
-    Raises only :class:`ConfigError` (a bad setting: every file would fail
-    alike) and, with ``strict_memory`` (in a worker within its memory
-    budget), ``MemoryError`` for an allocation refused, Python's or MuPDF's."""
+    """Parse one file's bytes as document ``doc_id`` (None: its id in
+    ``default``): ``(document, None, stages)`` or ``(None, reason, stages)``;
+    ``on_page(done, total)`` as a PDF's pages are parsed. Raises only
+    :class:`ConfigError` (a bad setting: every file would fail alike) and,
+    with ``strict_memory`` (in a worker within its memory budget),
+    ``MemoryError`` for an allocation refused, Python's or MuPDF's."""
     from pilar.ingest import parse
 
     stages: dict[str, float] = {}
     t = time.perf_counter()
     try:
-        return parse(data, uri=uri, settings=settings, on_page=on_page,
+        return parse(data, uri=uri, doc_id=doc_id, settings=settings, on_page=on_page,
                      timings=stages), None, stages
     except ConfigError:
         raise
@@ -146,30 +147,31 @@ def parse_job(data: bytes, uri: str, settings: Settings,
         return None, failure_reason(exc), stages
 
 
-def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
+def parse_many(jobs: Iterable[tuple[T, bytes | None, str, str | None]], settings: Settings,
                workers: int, on_page: Callable[[T, int, int], None] | None = None
                ) -> Iterator[Parsed[T]]:
-    """Parse ``(tag, data, uri)`` jobs, yielding one :class:`Parsed` per job
-    in input order; a job with ``data=None`` is passed through unparsed
-    (the caller settled it, e.g. unchanged bytes). ``workers < 1`` parses
-    in this process, without budgets; otherwise in ``workers`` processes
-    (see the module docstring) with at most ``2 * workers`` jobs submitted
-    ahead of the one being yielded. ``on_page(tag, done, total)`` reports a
-    PDF's pages as they are parsed, in this process or in a worker (whose
-    reports come back over a pipe, at most every :data:`PAGE_REPORT_SECONDS`
-    and on the last page, and are passed on while the caller waits for the
-    next result). Raises :class:`ConfigError` (a bad setting) from a parse,
-    or when no worker could start (:data:`WORKERS_BROKEN`), after which no
-    further job is started and the workers are stopped.
+    """Parse ``(tag, data, uri, doc_id)`` jobs (:func:`parse_job`), yielding
+    one :class:`Parsed` per job in input order; a job with ``data=None`` is
+    passed through unparsed (the caller settled it, e.g. unchanged bytes).
+    ``workers < 1`` parses in this process, without budgets; otherwise in
+    ``workers`` processes (see the module docstring) with at most
+    ``2 * workers`` jobs submitted ahead of the one being yielded.
+    ``on_page(tag, done, total)`` reports a PDF's pages as they are parsed,
+    in this process or in a worker (whose reports come back over a pipe, at
+    most every :data:`PAGE_REPORT_SECONDS` and on the last page, and are
+    passed on while the caller waits for the next result). Raises
+    :class:`ConfigError` (a bad setting) from a parse, or when no worker
+    could start (:data:`WORKERS_BROKEN`), after which no further job is
+    started and the workers are stopped.
     """
     if workers < 1:
-        for tag, data, uri in jobs:
+        for tag, data, uri, doc_id in jobs:
             if data is None:
                 yield Parsed(tag, None, None, {})
                 continue
             pages = None if on_page is None else \
                 (lambda done, total, tag=tag: on_page(tag, done, total))
-            yield Parsed(tag, *parse_job(data, uri, settings, pages))
+            yield Parsed(tag, *parse_job(data, uri, doc_id, settings, pages))
         return
     ctx = worker_context()
     pages = _PageReports(ctx, on_page) if on_page is not None else None
@@ -177,10 +179,10 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str]], settings: Settings,
     pool = ProcessPool(max_workers=workers, context=ctx, initializer=_start_worker,
                        initargs=(pages.queue if pages else None,))
     try:
-        for seq, (tag, data, uri) in enumerate(jobs):
+        for seq, (tag, data, uri, doc_id) in enumerate(jobs):
             if pages:
                 pages.tags[seq] = tag
-            pending.append((tag, pool.schedule(_worker_job, (seq, data, uri, settings))
+            pending.append((tag, pool.schedule(_worker_job, (seq, data, uri, doc_id, settings))
                             if data is not None else None))
             while len(pending) > 2 * workers or (pending and pending[0][1] is None):
                 yield _result(*pending.popleft(), settings, pages)
@@ -266,7 +268,8 @@ def _limit_memory(budget: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _worker_job(seq: int, data: bytes, uri: str, settings: Settings):
+def _worker_job(seq: int, data: bytes, uri: str, doc_id: str | None,
+                settings: Settings):
     """:func:`parse_job` in a worker within its budgets (see the module
     docstring), its pages reported as ``(seq, done, total)``. A parse over the
     memory budget ends the worker with :data:`OVER_MEMORY`; past the
@@ -286,7 +289,7 @@ def _worker_job(seq: int, data: bytes, uri: str, settings: Settings):
     _arm_deadline(settings.parse_seconds)
     _limit_memory(settings.parse_memory_bytes)
     try:
-        return parse_job(data, uri, settings, report, strict_memory=True)
+        return parse_job(data, uri, doc_id, settings, report, strict_memory=True)
     except MemoryError:
         os._exit(OVER_MEMORY)  # the heap may be in any state: a fresh worker takes over
     finally:

@@ -31,14 +31,17 @@ from pilar.retrieval import PageIndex
 from pilar.retrieval.hybrid import HybridRetriever, beside
 
 def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
-                   limit: int = 5) -> list[tuple[str, str, float]]:
-    """Entities the question names: ``[(entity_id, matched name, score 0-100)]``,
-    longest names first. A name or alias matches when it occurs in the
-    question as whole words, or fuzzily (rapidfuzz partial ratio >=
-    ``threshold``) for names of 6+ characters."""
+                   limit: int = 5, collections: tuple[str, ...] | None = None
+                   ) -> list[tuple[str, str, float]]:
+    """Entities (of ``collections`` when given) the question names:
+    ``[(entity_id, matched name, score 0-100)]``, longest names first. A
+    name or alias matches when it occurs in the question as whole words, or
+    fuzzily (rapidfuzz partial ratio >= ``threshold``) for names of 6+
+    characters."""
     q = f" {normalise(question)} "
     found: dict[str, tuple[str, float]] = {}
-    for entity in graph.entity_candidates(question, 50):
+    for entity in graph.entity_candidates(
+            question, 50, None if collections is None else list(collections)):
         for name in (entity.name, *entity.aliases):
             n = normalise(name)
             if len(n) < 3:
@@ -71,7 +74,7 @@ class GraphRetriever:
         need the shortlist (the entity match, then the pages it reaches) run
         beside it, and the section read of the prior beside the expansion."""
         s = self.s
-        with beside(self._reached, question) as reaching:
+        with beside(self._reached, question, scope) as reaching:
             shortlist = self.hybrid.shortlist(question, scope)
         if not shortlist:
             return []
@@ -99,13 +102,16 @@ class GraphRetriever:
         ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
         return ranked[:k]
 
-    def _reached(self, question: str) -> tuple[list[tuple[str, str, float]],
-                                               list[tuple[str, str, float]], dict | None]:
-        """The entities the question names (:func:`query_entities`) that are
-        not hubs, the hubs (mentioned on more than ``hub_pages`` pages,
-        :meth:`GraphStore.mention_pages`), and the pages the graph reaches from
-        the former (:meth:`GraphStore.expansion_pages`; None without any)."""
-        named = query_entities(question, self.graph, self.s.entity_match)
+    def _reached(self, question: str, scope: Scope | None = None
+                 ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, float]],
+                            dict | None]:
+        """The entities of the scope's collections the question names
+        (:func:`query_entities`) that are not hubs, the hubs (mentioned on
+        more than ``hub_pages`` pages, :meth:`GraphStore.mention_pages`), and
+        the pages the graph reaches from the former
+        (:meth:`GraphStore.expansion_pages`; None without any)."""
+        named = query_entities(question, self.graph, self.s.entity_match,
+                               collections=scope.collections if scope else None)
         if not named:
             return named, [], None
         pages = self.graph.mention_pages([e for e, _, _ in named])

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from pilar.api.deps import PilarDep
 from pilar.api.models import Health
 from pilar.config import Settings
+from pilar.model import DEFAULT_COLLECTION
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -24,7 +25,7 @@ def routes(settings: Settings) -> APIRouter:
     def readyz(pilar: PilarDep):
         """Every configured backend answers a cheap read; 503 naming the one that does not."""
         checks: dict[str, str] = {}
-        for role, store, probe in (("graph", pilar.graph, lambda s: s.find_by_sha256("")),
+        for role, store, probe in (("graph", pilar.graph, lambda s: s.find_by_sha256("", DEFAULT_COLLECTION)),
                                    ("index", pilar.index, lambda s: s.count())):
             try:
                 probe(store)

@@ -1,0 +1,72 @@
+"""Stores written before collections had documents and entities of their own
+keep working without a re-ingest: the graph migrations give every collection
+its own copy of the entities its documents used (SQLite migration 9, Neo4j
+migration 6), on a real SQLite file and the real Neo4j of tests/servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_graph_contract import _linked_pair
+
+
+def _legacy(graph_store) -> tuple[str, str]:
+    """Two documents as a store written before held them
+    (:func:`~tests.test_graph_contract._linked_pair`): ``a`` in ``default``,
+    ``b`` in ``team-a`` naming Tilak Singh too, all through the shared,
+    unprefixed entities. Returns the two doc ids."""
+    a, b = _linked_pair(graph_store, ("Tilak Singh",), "team-a")
+    return a.document.doc_id, b.document.doc_id
+
+
+def _check_split(graph_store, a: str, b: str) -> None:
+    """What the migration leaves of :func:`_legacy`'s store."""
+    entities = graph_store.get_entities([
+        "person:ratan planet", "person:krishna tower", "person:tilak singh",
+        "team-a:person:ratan planet", "team-a:person:krishna tower",
+        "team-a:person:tilak singh"])
+    assert {e: x.collection for e, x in entities.items()} == {
+        "person:ratan planet": "default", "person:krishna tower": "default",
+        "team-a:person:ratan planet": "team-a", "team-a:person:krishna tower": "team-a",
+        "team-a:person:tilak singh": "team-a"}   # Tilak Singh was team-a's alone
+    assert entities["team-a:person:ratan planet"].aliases == ("Planet",)
+    uses = graph_store.entity_documents(list(entities))
+    assert uses == {"person:ratan planet": [a], "person:krishna tower": [a],
+                    "team-a:person:ratan planet": [b], "team-a:person:krishna tower": [b],
+                    "team-a:person:tilak singh": [b]}
+    objects = {x.assertion_id: x.object_entity for x in graph_store.assertions_of(b)}
+    assert objects[f"{b}:a9"] == "team-a:person:krishna tower"
+    assert {(l.source, l.target) for l in graph_store.same_as_links()} == {
+        ("person:ratan planet", "person:krishna tower"),
+        ("team-a:person:ratan planet", "team-a:person:krishna tower")}
+    found = graph_store.entity_candidates("planet", collections=["team-a"])
+    assert [e.entity_id for e in found] == ["team-a:person:ratan planet"]
+    assert [d.collection for d in graph_store.documents([a, b])] == ["default", "team-a"]
+
+
+def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monkeypatch):
+    import pilar.stores
+    from pilar.graph.sqlite import SqliteGraphStore
+    from pilar.migrations import migration_files
+    from pilar.stores import SqliteDatabase
+
+    files = migration_files("sqlite", ".sql")
+    assert files[-1][0] == 9
+    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:-1])
+    old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    a, b = _legacy(old)
+    old.close()
+    monkeypatch.undo()
+    store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    assert store.db.schema_version == 9 and store.migrate() == []
+    _check_split(store, a, b)
+    store.close()
+
+
+@pytest.mark.neo4j
+def test_neo4j_graph_of_shared_entities_is_split_per_collection(neo4j_store):
+    a, b = _legacy(neo4j_store)
+    with neo4j_store.driver.session() as session:  # as if migration 6 had not run yet
+        session.run("MATCH (m:SchemaMigration {version: 6}) DELETE m").consume()
+    assert neo4j_store.migrate() == [6]
+    _check_split(neo4j_store, a, b)
