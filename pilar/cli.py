@@ -100,6 +100,18 @@ def command(*args, **kwargs):
     return register
 
 
+def _collections(names: list[str] | None, option: str = "--collection") -> None:
+    """End the command (exit 2, one ``error:`` line naming ``option``) unless
+    every one of ``names`` is a collection name (:func:`pilar.model.check_collection`)."""
+    from pilar.model import check_collection
+
+    for name in names or ():
+        try:
+            check_collection(name, option)
+        except ValueError as exc:
+            fail(str(exc), 2)
+
+
 def _open(home: Path | None, create: bool = True):
     """A :class:`Pilar` on ``home``; raises pilar's errors (see :func:`reported`)."""
     from pilar import Pilar
@@ -158,6 +170,7 @@ def ingest(paths: Annotated[list[str], typer.Argument(
     hidden files) are skipped and counted."""
     from pilar.ingest.files import select_files
 
+    _collections([collection])
     p = _open(home)
     p.recover()
     files, skipped = select_files(paths)
@@ -243,6 +256,7 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
 
     if profile is not None and profile not in PROFILES:
         raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    _collections(collection)
     try:
         p = _open(home, create=False)
         missing = _empty_scope(p, collection, doc)
@@ -405,6 +419,7 @@ def _explain(pages, settings) -> None:
 def docs(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
          collection: CollectionsOpt = None, home: HomeOpt = None) -> None:
     """List stored documents (with every path each was found at)."""
+    _collections(collection)
     documents = _open(home, create=False).docs(collections=collection or None)
     if as_json:
         from pilar.api.models import DocumentOut

@@ -15,6 +15,7 @@ tokens.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,6 +73,26 @@ class Document:
 
 
 DEFAULT_COLLECTION = "default"
+COLLECTION_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+"""A whole collection name: 1 to 64 ASCII letters, digits, ``.``, ``_`` or
+``-``, starting with a letter or digit (case counts). Every face checks names
+with :func:`check_collection`."""
+_COLLECTION = re.compile(COLLECTION_PATTERN)
+
+
+def check_collection(name: str, field: str = "collection") -> str:
+    """``name`` if it is a collection name (:data:`COLLECTION_PATTERN`).
+
+    Raises ``ValueError`` naming ``field`` and the name as Python writes it
+    (control and format characters escaped: ``'team-a\\u200b'``) for any
+    other string, the empty one included, and ``TypeError`` for a non-string."""
+    if not isinstance(name, str):
+        raise TypeError(f"{field} must be a string, got {name!r}")
+    if not _COLLECTION.fullmatch(name):
+        what = "is empty" if not name else "is not a collection name"
+        raise ValueError(f"{field} {name!r} {what}: a collection name is 1-64 letters, "
+                         "digits, '.', '_' or '-', starting with a letter or digit")
+    return name
 
 
 @dataclass(slots=True, frozen=True)

@@ -27,7 +27,7 @@ from pilar.ingest.files import select_files
 from pilar.ingest_run import FilePageProgress, IngestRun, Progress
 from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
                          Neighborhood, Packet, Page, RankedPage, Scope, SearchResult, Support,
-                         Unit)
+                         Unit, check_collection)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
 from pilar.packing.tokens import TokenCounter
@@ -47,11 +47,15 @@ _WORDY = re.compile(r"[^\W_]")
 
 def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
     """The :class:`~pilar.model.Scope` of a read; raises ``TypeError`` when
-    ``collections`` or ``doc_ids`` is not None or a list of strings."""
+    ``collections`` or ``doc_ids`` is not None or a list of strings and
+    ``ValueError`` for a string that is no collection name
+    (:func:`~pilar.model.check_collection`)."""
     for name, value in (("collections", collections), ("doc_ids", doc_ids)):
         if value is not None and (isinstance(value, str)
                                   or not all(isinstance(v, str) for v in value)):
             raise TypeError(f"{name} must be a list of strings, got {value!r}")
+    for name in collections or ():
+        check_collection(name, "collections")
     return Scope.of(collections, doc_ids)
 
 
@@ -170,12 +174,14 @@ class Pilar:
         in this process (``workers=0``) or in a worker process; on Ray,
         progress is per file only (``progress``).
 
-        Raises :class:`~pilar.errors.ConfigError` for a bad setting (every
-        file would fail alike: the ingest stops, whatever was stored stays),
-        when no parse worker can start (a calling script without an ``if
-        __name__ == "__main__":`` guard) and when the Ray cluster cannot be
-        reached.
+        Raises ``ValueError`` for a ``collection`` that is no collection name
+        (:func:`~pilar.model.check_collection`; the empty one included),
+        :class:`~pilar.errors.ConfigError` for a bad setting (every file would
+        fail alike: the ingest stops, whatever was stored stays), when no
+        parse worker can start (a calling script without an ``if __name__ ==
+        "__main__":`` guard) and when the Ray cluster cannot be reached.
         """
+        check_collection(collection)
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self.recover()
@@ -201,7 +207,9 @@ class Pilar:
         bytes that a crash left unfinished is removed and written afresh.
         ``on_page(done, total)`` is called as a PDF's pages are parsed.
 
-        Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
+        Raises ``ValueError`` for a ``collection`` that is no collection
+        name and :class:`~pilar.errors.ConfigError` for a bad setting."""
+        check_collection(collection)
         pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
         run = IngestRun(self.writer, self.embedder, self.settings, [Path(path)], collection)
         return run.run(None, 1, on_page=pages)[0]
@@ -475,7 +483,9 @@ class Pilar:
 
     def docs(self, collections: list[str] | None = None) -> list[Document]:
         """Stored (``ready``) documents, oldest first; only those in
-        ``collections`` when given."""
+        ``collections`` when given. Raises ``ValueError`` for a name that is
+        no collection name."""
+        _scope(collections, None)
         return self.graph.documents(collections=collections)
 
     def delete(self, doc_id: str) -> bool:

@@ -19,6 +19,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from pilar.errors import ConfigError
+from pilar.model import check_collection
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,9 @@ class ApiKey:
 def parse_keys(text: str) -> list[ApiKey]:
     """Keys from ``PILAR_API_KEYS`` (comma-separated ``KEY`` or ``KEY:c1+c2``).
 
-    Raises :class:`ConfigError` naming the entry for an empty key or an empty
-    collection list."""
+    Raises :class:`ConfigError` naming the entry for an empty key, an empty
+    collection list or a name that is no collection name
+    (:func:`~pilar.model.check_collection`)."""
     keys = []
     for n, entry in enumerate((e.strip() for e in text.split(",")), 1):
         if not entry:
@@ -66,10 +68,12 @@ def parse_keys(text: str) -> list[ApiKey]:
             raise ConfigError(f"PILAR_API_KEYS entry {n}: the key is empty")
         access = OPEN
         if sep:
-            names = frozenset(c.strip() for c in colls.split("+") if c.strip())
-            if not names:
+            if not colls.strip():
                 raise ConfigError(f"PILAR_API_KEYS entry {n}: no collection after ':'")
-            access = Access(names)
+            try:
+                access = Access(frozenset(check_collection(c.strip()) for c in colls.split("+")))
+            except ValueError as exc:
+                raise ConfigError(f"PILAR_API_KEYS entry {n}: {exc}") from None
         keys.append(ApiKey(key.encode(), access))
     return keys
 

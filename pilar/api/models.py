@@ -9,13 +9,14 @@ read as is). Units as in :mod:`pilar.model`: bounding boxes in PDF points
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from pilar.config import PROFILES
 from pilar.eval.run import EvalReport
-from pilar.model import AnswerFlag, IngestStatus
+from pilar.model import COLLECTION_PATTERN, DEFAULT_COLLECTION, AnswerFlag, IngestStatus, check_collection
 
 MAX_QUERY_CHARS = 2000
 """Longest search query accepted at the boundary (characters)."""
@@ -29,7 +30,13 @@ MAX_IDS = 1000
 """Most document ids or collections one request may name."""
 
 Profile = Literal[tuple(PROFILES)]  # type: ignore[valid-type]
-CollectionName = str
+CollectionName = Annotated[str, AfterValidator(check_collection), Field(
+    json_schema_extra={"pattern": f"^{COLLECTION_PATTERN}$"})]
+"""A collection name, checked by :func:`pilar.model.check_collection` (the
+one check of every face)."""
+Shown = Callable[[str], str]
+"""How a response shows a stored source path to a client
+(:meth:`pilar.api.paths.ServerPaths.shown`)."""
 
 
 class Record(BaseModel):
@@ -206,7 +213,7 @@ class PathsRequest(BaseModel):
 
     paths: list[str] = Field(min_length=1, max_length=MAX_IDS,
                              description="files or folders on the server")
-    collection: CollectionName = Field("default", min_length=1, max_length=200)
+    collection: CollectionName = DEFAULT_COLLECTION
 
 
 JobState = Literal["queued", "running", "done", "failed"]
