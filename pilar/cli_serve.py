@@ -78,6 +78,10 @@ def mcp(home: HomeOpt = None) -> None:
     from pilar.api.app import server_logging
     from pilar.api.auth import Keyring
     from pilar.api.mcp_server import build_mcp
+    from pilar.api.paths import ServerPaths
 
     server_logging()
-    build_mcp(_pilar(home), Keyring([])).run("stdio")
+    p = _pilar(home)
+    with reported():
+        paths = ServerPaths.of(p.settings)
+    build_mcp(p, Keyring([]), paths).run("stdio")

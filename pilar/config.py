@@ -227,7 +227,9 @@ class Settings(BaseSettings):
     api_keys: str = Field("", description="comma-separated API keys, each KEY or "
                           "KEY:coll1+coll2 (limited to those collections); empty = open")
     ingest_roots: str = Field("", description="server folders (os.pathsep- or comma-separated) "
-                              "whose files POST /v1/documents may ingest by path; empty = none")
+                              "whose files POST /v1/documents/paths and /v1/eval may read: "
+                              "PATH (every collection) or COLL[+COLL]=PATH (keys seeing one of "
+                              "those collections; unlimited keys see all); empty = none")
     api_cors_origins: str = Field("", description="comma-separated origins allowed by CORS; "
                                   "empty = CORS off")
     api_max_body_bytes: int = Field(1024 * 1024, ge=1, description="largest JSON request body")
@@ -329,3 +331,9 @@ class Settings(BaseSettings):
     def db_path(self) -> Path:
         """The embedded store: one SQLite file in ``home``."""
         return self.home / "pilar.sqlite"
+
+    @property
+    def uploads(self) -> Path:
+        """Where the server keeps uploaded files (``home/uploads``), the
+        sources of the documents made from them."""
+        return self.home / "uploads"

@@ -489,7 +489,9 @@ class Pilar:
         return self.graph.documents(collections=collections)
 
     def delete(self, doc_id: str) -> bool:
-        """Delete a document from index and graph; False if it was not stored."""
+        """Delete a document from index and graph, and the uploaded files
+        (under ``PILAR_HOME/uploads``) that were its sources and no other
+        document's; False if it was not stored."""
         return self.writer.delete(doc_id)
 
     def stats(self) -> dict[str, int]:

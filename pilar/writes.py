@@ -7,12 +7,18 @@ read honours); a failed write removes what it wrote, and documents left
 ``pending`` or ``deleting`` by a crash are removed by the next ingest (one
 writer at a time, :meth:`DocumentWriter.recover`), after which that file
 ingests afresh. On the embedded store the whole unit is also one SQLite
-transaction.
+transaction. A document and its entities belong to its collection: a write
+never touches another collection's documents (a known path or known
+entities are looked up within the collection). Deleting a document erases
+the files of the server's upload folder (``PILAR_HOME/uploads``) that were
+its sources and that no document lists any more (:func:`discard_upload`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -97,10 +103,24 @@ class DocumentWriter:
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document from index and graph (one transaction on the
-        embedded store); False if it was not stored."""
+        embedded store), then its uploaded sources no other document lists
+        (:meth:`discard_uploads`); False if it was not stored."""
         self.on_change()
+        found = self.graph.documents([doc_id], statuses=None)
         with self.index.transaction():
-            return self.remove(doc_id)
+            deleted = self.remove(doc_id)
+        if found:
+            self.discard_uploads(found[0].sources)
+        return deleted
+
+    def discard_uploads(self, uris: Iterable[str]) -> None:
+        """Erase the files among ``uris`` that lie in the upload folder
+        (``settings.uploads``) and that no stored document (of any
+        collection) has among its sources; other paths are never touched."""
+        uploads = self.settings.uploads.resolve()
+        for uri in uris:
+            if Path(uri).is_relative_to(uploads) and not self.graph.find_by_uri(uri):
+                discard_upload(Path(uri), uploads)
 
     def recover(self) -> list[str]:
         """Remove the documents a crashed write left ``pending`` or
@@ -110,3 +130,19 @@ class DocumentWriter:
         for doc in stale:
             self.remove(doc.doc_id)
         return [d.doc_id for d in stale]
+
+
+def discard_upload(path: Path, uploads: Path) -> None:
+    """Remove ``path`` (a file or a folder, if present) and then the folders
+    above it that are left empty, up to (not including) ``uploads``."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+    for folder in path.parents:
+        if folder == uploads or not folder.is_relative_to(uploads):
+            break
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or already gone): the folders above stay
+            break

@@ -1,7 +1,7 @@
 """Collection names are checked in one place (pilar.model.check_collection)
 and every local face refuses a bad one with one clear error naming the field
 and the name (control and format characters escaped): the CLI, the Python
-API, the API key setting. The served faces (REST, MCP) are
+API, the API key and ingest root settings. The served faces (REST, MCP) are
 checked in tests/api (test_tenancy.py, test_mcp.py)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.api.auth import parse_keys
+from pilar.api.paths import parse_roots
 from pilar.errors import ConfigError
 from pilar.model import check_collection
 from tests.conftest import FIXTURES
@@ -53,15 +54,22 @@ def test_cli_refuses_a_bad_name_with_one_error_line(tmp_path: Path, bad, command
     assert not (tmp_path / "home").exists()
 
 
+# the settings' own separators (',' between entries, '+' between names,
+# ':' after a key and between roots) and the spaces around entries aside
 @pytest.mark.parametrize("bad", [b for b in BAD if b == b.strip() and not set(b) & set(",+:")
                                  and b])
-def test_the_key_setting_refuses_a_bad_name(bad):
+def test_key_and_root_settings_refuse_a_bad_name(bad):
     with pytest.raises(ConfigError, match=r"PILAR_API_KEYS entry 2: collection ") as err:
         parse_keys(f"k1,k2:team-a+{bad}")
     assert repr(bad) in str(err.value) and "k2" not in str(err.value)  # never the key itself
+    with pytest.raises(ConfigError, match=r"PILAR_INGEST_ROOTS entry 1 ") as err:
+        parse_roots(f"{bad}=/srv/x")
+    assert repr(bad) in str(err.value)
 
 
 def test_an_empty_name_in_the_settings_is_refused_too():
     for text in ("k:", "k:a+", "k: "):
         with pytest.raises(ConfigError, match="PILAR_API_KEYS entry 1"):
             parse_keys(text)
+    with pytest.raises(ConfigError, match="PILAR_INGEST_ROOTS entry 1 .*is empty"):
+        parse_roots("=/srv/x")

@@ -14,6 +14,7 @@ from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.jobs import IngestWorker, JobStore
 from pilar.api.mcp_server import build_mcp
+from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import RateLimiter
 from pilar.api.routes import answer, documents, evaluation, graph, health, pages, search, web
 
@@ -92,13 +93,16 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     Settings come from ``pilar.settings``: ``PILAR_API_KEYS``,
     ``PILAR_INGEST_ROOTS``, ``PILAR_API_CORS_ORIGINS``, the body and upload
-    limits, ``PILAR_API_RATE_LIMIT``, ``PILAR_API_IMAGE_CACHE_BYTES``. Starting the app (its lifespan) marks jobs left unfinished by a
-    stopped server failed and starts the ingest worker. Raises
-    :class:`~pilar.errors.ConfigError` for a malformed ``PILAR_API_KEYS``."""
+    limits, ``PILAR_API_RATE_LIMIT``, ``PILAR_API_IMAGE_CACHE_BYTES``. Starting the app (its
+    lifespan) marks jobs left unfinished by a stopped server failed (removing
+    the uploads they did not store) and starts the ingest worker. Raises
+    :class:`~pilar.errors.ConfigError` for a malformed ``PILAR_API_KEYS`` or
+    ``PILAR_INGEST_ROOTS``."""
     settings = pilar.settings
     keyring = Keyring(parse_keys(settings.api_keys))
+    paths = ServerPaths.of(settings)
     limiter = RateLimiter(settings.api_rate_limit)
-    mcp = build_mcp(pilar, keyring, limiter)
+    mcp = build_mcp(pilar, keyring, paths, limiter)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                       json_response=True,
                                       transport_security=_mcp_security(settings))
@@ -106,10 +110,13 @@ def create_app(pilar: Pilar) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         store = JobStore(settings.home / "jobs.sqlite")
+        worker = IngestWorker(pilar, store, settings.uploads, paths.shown)
         failed = store.fail_orphans()
+        for job in failed:
+            worker.discard_unstored(job)
         if failed:
-            log.warning("marked %d unfinished ingest job(s) failed (server restarted)", failed)
-        worker = IngestWorker(pilar, store, settings.home / "uploads")
+            log.warning("marked %d unfinished ingest job(s) failed (server restarted)",
+                        len(failed))
         worker.start()
         app.state.jobs, app.state.worker = store, worker
         try:
@@ -125,6 +132,7 @@ def create_app(pilar: Pilar) -> FastAPI:
                               "evaluation, pages, graph exploration.",
                   max_body_size=settings.api_max_body_bytes)
     app.state.pilar, app.state.keyring, app.state.rate_limiter = pilar, keyring, limiter
+    app.state.paths = paths
     problems.install(app)
     for routes in ROUTERS:
         app.include_router(routes(settings))

@@ -1,4 +1,4 @@
-"""FastAPI dependencies shared by the routers: the facade and the caller."""
+"""FastAPI dependencies shared by the routers: the facade, the server paths and the caller."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from pilar import Pilar
 from pilar.api.auth import Access, access, presented, unlimited
 from pilar.api.models import Problem
+from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import caller_id
 
 
@@ -17,7 +18,13 @@ def get_pilar(request: Request) -> Pilar:
     return request.app.state.pilar
 
 
+def get_paths(request: Request) -> ServerPaths:
+    """The server's ingest roots and upload folder (:class:`ServerPaths`)."""
+    return request.app.state.paths
+
+
 PilarDep = Annotated[Pilar, Depends(get_pilar)]
+PathsDep = Annotated[ServerPaths, Depends(get_paths)]
 Caller = Annotated[Access, Depends(access)]
 """The caller's access (401 when keys are on and none matches)."""
 Unlimited = Annotated[Access, Depends(unlimited)]

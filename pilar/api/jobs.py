@@ -1,9 +1,14 @@
 """Ingest and evaluation jobs: records in a small SQLite file and one worker thread.
 
-``POST /v1/documents`` stores the uploaded files under ``PILAR_HOME/uploads``
-(or takes server-side paths) and queues a job; the worker ingests the files
-one by one through the facade, saving the job's record after every file, so
-a client may disconnect and come back (``GET /v1/jobs/{id}``, SSE events).
+``POST /v1/documents`` streams the uploaded files into
+``PILAR_HOME/uploads/<job>/`` (:mod:`pilar.api.uploads`) or takes
+server-side paths, and queues a job; the worker ingests the files one by
+one through the facade, saving the job's record after every file, so a
+client may disconnect and come back (``GET /v1/jobs/{id}``, SSE events).
+An uploaded file that is not stored (it failed, or the job stopped before
+it) is removed at once; a stored one stays as its document's source until
+the document is deleted. A job's record names its files as the client
+gave them and never shows a server path (:meth:`IngestWorker.submit`).
 ``POST /v1/eval`` queues an evaluation in the same worker: its record shows
 the questions done and, at the end, the report (:meth:`IngestWorker.submit_eval`).
 Each document is written atomically by the facade, so a job that stops
@@ -18,7 +23,6 @@ import json
 import logging
 import os
 import queue
-import re
 import sqlite3
 import threading
 import uuid
@@ -28,13 +32,16 @@ from pathlib import Path
 
 from pilar import Pilar
 from pilar.api import scoping
-from pilar.api.models import Job, JobFile, JobProgress
+from pilar.api.models import Job, JobFile, JobProgress, Shown
 from pilar.errors import PilarError
+from pilar.writes import discard_upload
 
 log = logging.getLogger("pilar.api")
 
 RESTARTED = ("the server stopped before this job finished; files not marked ingested, "
              "replaced or unchanged were not stored")
+STORED = ("ingested", "replaced", "unchanged", "new_source")
+"""File statuses of a job whose bytes are a stored document's source."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -79,13 +86,13 @@ class JobStore:
                                      (job_id,)).fetchone()
         return Job.model_validate_json(row[0]) if row else None
 
-    def fail_orphans(self) -> int:
+    def fail_orphans(self) -> list[Job]:
         """Mark ``failed`` the jobs left queued or running by processes that
-        no longer run (a restart); returns how many."""
+        no longer run (a restart); returns them."""
         with self._lock:
             rows = self._conn.execute("SELECT record, owner_pid FROM jobs "
                                       "WHERE state IN ('queued', 'running')").fetchall()
-        n = 0
+        failed = []
         for record, pid in rows:
             if pid != os.getpid() and _alive(pid):
                 continue
@@ -96,8 +103,8 @@ class JobStore:
                     f.status, f.reason = "failed", "not ingested: the server stopped"
             job.counts = _counts(job.files)
             self.save(job)
-            n += 1
-        return n
+            failed.append(job)
+        return failed
 
     def close(self) -> None:
         self._conn.close()
@@ -120,24 +127,15 @@ def _counts(files: list[JobFile]) -> dict[str, int]:
     return out
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def safe_name(name: str) -> str:
-    """A file name safe to create under the upload folder (no separators,
-    no leading dots), at most 120 characters; ``upload`` if nothing is left."""
-    base = _UNSAFE.sub("_", Path(name.replace("\\", "/")).name).lstrip(".")
-    return base[-120:] or "upload"
-
-
 class IngestWorker:
     """Runs queued jobs (ingest and evaluation) one after another in a
     daemon thread (the one writer of the embedded store within this process)."""
 
-    def __init__(self, pilar: Pilar, store: JobStore, uploads: Path):
+    def __init__(self, pilar: Pilar, store: JobStore, uploads: Path, shown: Shown):
         self.pilar = pilar
         self.store = store
-        self.uploads = uploads
+        self.uploads = uploads.resolve()
+        self.shown = shown
         self._queue: queue.Queue[tuple[Job, Callable[[Job], None]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="pilar-ingest", daemon=True)
 
@@ -150,17 +148,28 @@ class IngestWorker:
         self._queue.put(None)
         self._thread.join(timeout)
 
-    def new_job(self, collection: str) -> tuple[Job, Path]:
-        """A fresh ingest job and its upload folder (created)."""
-        job_id = uuid.uuid4().hex
-        folder = self.uploads / job_id
-        folder.mkdir(parents=True, exist_ok=True)
+    def new_job(self, collection: str, job_id: str | None = None) -> Job:
+        """A fresh ingest job into ``collection`` (a new id unless given:
+        :meth:`upload_folder`'s)."""
         stamp = now()
-        return Job(job_id=job_id, state="queued", collection=collection, created_at=stamp,
-                   updated_at=stamp, files=[]), folder
+        return Job(job_id=job_id or uuid.uuid4().hex, state="queued", collection=collection,
+                   created_at=stamp, updated_at=stamp, files=[])
+
+    def upload_folder(self) -> tuple[str, Path]:
+        """A fresh job id and the folder its uploads go to (not created)."""
+        job_id = uuid.uuid4().hex
+        return job_id, self.uploads / job_id
+
+    def discard_unstored(self, job: Job) -> None:
+        """Remove the uploaded bytes of ``job``'s files that are not a stored
+        document's source (:data:`STORED`); a job of server paths has none."""
+        for i, f in enumerate(job.files):
+            if f.status not in STORED:
+                discard_upload(self.uploads / job.job_id / f"{i + 1:03d}", self.uploads)
 
     def submit(self, job: Job, files: list[tuple[str, Path]]) -> Job:
-        """Queue ``files`` (shown name, path on the server) as ``job``."""
+        """Queue ``files`` (the name the client gave, path on the server) as
+        ``job``; the record shows only the names."""
         job.files = [JobFile(name=name) for name, _ in files]
         job.counts = _counts(job.files)
         self.store.save(job)
@@ -204,6 +213,8 @@ class IngestWorker:
                 job.state, job.reason = "failed", f"unexpected {type(exc).__name__}"
                 job.counts = _counts(job.files)
                 self.store.save(job)
+            finally:
+                self.discard_unstored(job)
 
     def _ingest(self, job: Job, paths: list[Path]) -> None:
         job.state = "running"
@@ -212,13 +223,26 @@ class IngestWorker:
             entry.status = "running"
             self.store.save(job)
             result = scoping.ingest_file(self.pilar, path, job.collection)
-            entry.status, entry.doc_id, entry.reason = result.status, result.doc_id, result.reason
+            entry.status, entry.doc_id = result.status, result.doc_id
+            entry.reason = self._reason(result, path, entry.name)
+            if result.status not in STORED and path.is_relative_to(self.uploads):
+                discard_upload(path.parent, self.uploads)
             entry.n_pages, entry.warnings = result.n_pages, list(result.warnings)
             entry.seconds = round(result.seconds, 3)
             job.counts = _counts(job.files)
             self.store.save(job)
         job.state = "done"
         self.store.save(job)
+
+    def _reason(self, result, path: Path, name: str) -> str | None:
+        """``result``'s reason as the client may read it: for ``new_source``
+        the stored document's path as shown (:attr:`shown`), otherwise with
+        this file's server path replaced by its ``name``."""
+        if result.reason is None:
+            return None
+        if result.status == "new_source":
+            return self.shown(result.reason)
+        return result.reason.replace(str(path.resolve()), name).replace(str(path), name)
 
     def _evaluate(self, job: Job, run: Callable[[Callable[[int, int], None]], object]) -> None:
         job.state = "running"

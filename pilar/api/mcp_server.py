@@ -5,7 +5,8 @@ app and over stdio by ``pilar mcp``.
 The tools are the REST routes' own code (:func:`~pilar.api.routes.search.run_search`,
 :func:`~pilar.api.routes.answer.run_answer`, :func:`~pilar.api.routes.graph.run_cypher`,
 the scoping of :mod:`pilar.api.scoping`), so validation, limits and
-collection scoping are the same. Over HTTP every tool call is authenticated with the request's
+collection scoping and the sources shown (never a server path) are the same. Over HTTP every
+tool call is authenticated with the request's
 headers (the ``/mcp`` gate refuses calls without a valid key first); over
 stdio the caller is the local user and sees every collection.
 """
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from pilar import Pilar
 from pilar.api import scoping
 from pilar.api.auth import OPEN, Access, Keyring, presented
+from pilar.api.paths import ServerPaths
 from pilar.api.models import (AnswerRequest, AnswerResponse, CypherRequest, CypherResponse,
                               PageOut, SearchRequest, SearchResponse)
 from pilar.api.ratelimit import RateLimiter, caller_id
@@ -33,10 +35,12 @@ INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence pa
                 "page with `get_page`, explore the graph with read-only `cypher` (Neo4j only).")
 
 
-def build_mcp(pilar: Pilar, keyring: Keyring, limiter: RateLimiter | None = None) -> MCPServer:
-    """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools;
-    over HTTP the ``search``, ``answer`` and ``cypher`` calls count against
-    ``limiter`` (the REST routes' own, so a caller has one budget per operation)."""
+def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
+              limiter: RateLimiter | None = None) -> MCPServer:
+    """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools,
+    sources shown as ``paths`` shows them; over HTTP the ``search``,
+    ``answer`` and ``cypher`` calls count against ``limiter`` (the REST
+    routes' own, so a caller has one budget per operation)."""
     from pilar.api.routes.answer import ANSWER_DESCRIPTION, run_answer
     from pilar.api.routes.graph import run_cypher
     from pilar.api.routes.pages import MAX_SUPPORTS_LIMIT, SUPPORTS_LIMIT, page_out
@@ -79,7 +83,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring, limiter: RateLimiter | None = None
         try:
             req = SearchRequest(query=query, budget_tokens=budget_tokens, k=k, profile=profile,
                                 doc_ids=doc_ids, collections=collections)
-            return run_search(pilar, caller(ctx, "search"), req)
+            return run_search(pilar, caller(ctx, "search"), req, paths.shown)
         except (ValidationError, ValueError, TypeError) as exc:
             raise refuse(exc) from None
 
@@ -90,7 +94,7 @@ def build_mcp(pilar: Pilar, keyring: Keyring, limiter: RateLimiter | None = None
         try:
             req = AnswerRequest(question=question, budget_tokens=budget_tokens, k=k,
                                 profile=profile, doc_ids=doc_ids, collections=collections)
-            return run_answer(pilar, caller(ctx, "answer"), req)
+            return run_answer(pilar, caller(ctx, "answer"), req, paths.shown)
         except (ValidationError, ValueError, TypeError, ReaderNotConfiguredError) as exc:
             raise refuse(exc) from None
         except LLMError as exc:

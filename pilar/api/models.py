@@ -177,14 +177,28 @@ class AnswerResponse(Record):
     completion_tokens: int | None = None
 
 
-def answer_response(answer) -> AnswerResponse:
-    """The :class:`AnswerResponse` of a :class:`pilar.model.Answer`."""
-    return AnswerResponse.model_validate(answer)
+def _show_packet(packet: PacketOut, shown: Shown) -> None:
+    for c in [*packet.citations, *(item.citation for item in packet.items)]:
+        c.source = shown(c.source)
+
+
+def answer_response(answer, shown: Shown | None = None) -> AnswerResponse:
+    """The :class:`AnswerResponse` of a :class:`pilar.model.Answer`, its
+    citations' sources passed through ``shown`` when given (a client's view)."""
+    out = AnswerResponse.model_validate(answer)
+    if shown is not None:
+        _show_packet(out.packet, shown)
+        for c in out.citations:
+            c.citation.source = shown(c.citation.source)
+    return out
 
 
 # -- documents and jobs ------------------------------------------------------------
 
 class DocumentOut(Record):
+    """A stored document; over REST ``uri`` and ``sources`` are shown as a
+    client may see them (:func:`document_out`)."""
+
     doc_id: str
     uri: str
     title: str
@@ -204,6 +218,15 @@ class DocumentList(BaseModel):
     total: int
     offset: int
     limit: int
+
+
+class UploadForm(BaseModel):
+    """``POST /v1/documents``: a multipart/form-data body of ``files`` parts
+    (each with its file name) and an optional ``collection`` field. The
+    route streams it (:mod:`pilar.api.uploads`); this model is its schema."""
+
+    files: list[bytes] = Field(description="PDF or HTML files, each a part with a file name")
+    collection: CollectionName = DEFAULT_COLLECTION
 
 
 class PathsRequest(BaseModel):
@@ -465,9 +488,25 @@ class Problem(BaseModel):
     errors: list[dict[str, Any]] | None = None
 
 
-def search_response(result) -> SearchResponse:
-    """The :class:`SearchResponse` of a :class:`pilar.model.SearchResult`."""
-    return SearchResponse.model_validate(result)
+def search_response(result, shown: Shown | None = None) -> SearchResponse:
+    """The :class:`SearchResponse` of a :class:`pilar.model.SearchResult`,
+    its pages' and citations' sources passed through ``shown`` when given
+    (a client's view)."""
+    out = SearchResponse.model_validate(result)
+    if shown is not None:
+        _show_packet(out.packet, shown)
+        for page in out.pages:
+            page.source = shown(page.source)
+    return out
+
+
+def document_out(doc, shown: Shown | None = None) -> DocumentOut:
+    """The :class:`DocumentOut` of a :class:`pilar.model.Document`, its
+    ``uri`` and ``sources`` passed through ``shown`` when given."""
+    out = DocumentOut.model_validate(doc)
+    if shown is not None:
+        out.uri, out.sources = shown(out.uri), [shown(u) for u in out.sources]
+    return out
 
 
 Job.model_rebuild()

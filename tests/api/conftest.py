@@ -4,7 +4,8 @@ The server runs on the embedded store always, with the graph on Neo4j when
 NEO4J_URI is set, and on the production stack (graph on Neo4j, page index on
 Elasticsearch, no SQLite file) when ELASTICSEARCH_URL is set too. One server
 per stack for the package (``served``): documents are uploaded once
-(collection ``default`` and ``alpha``) and every test module reads them.
+(collection ``default`` and ``alpha``) and every test module reads them;
+what a test adds (tests/api/test_tenancy.py) it deletes again.
 Its reader is the FAULT-INJECTION stub (tests/stub_openai.py, scenario
 ``reader_faults``: a word in the question picks the fault); real answers
 from a real model server are tested in tests/test_llm_server.py.
@@ -16,8 +17,9 @@ import os
 
 import pytest
 
-from tests.api.shared import (ALPHA, ALPHA_FILES, CORPUS, DEFAULT_FILES, FULL, READER_TIMEOUT,
-                              STACKS, settings_of, upload)
+from tests.api.shared import (ALPHA, ALPHA_FILES, CORPUS, DEFAULT_FILES, FULL, MAX_FILE_BYTES,
+                              MAX_UPLOAD_BYTES, READER_TIMEOUT, STACKS, TEAM_A, TEAM_B,
+                              settings_of, upload)
 from tests.conftest import FIXTURES
 from tests.serving import ApiServer, wait_job
 from tests.stub_openai import StubOpenAI
@@ -42,9 +44,16 @@ def served(request, tmp_path_factory, stub_reader):
     inbox = home / "inbox"
     inbox.mkdir()
     (inbox / "escape").symlink_to(FIXTURES / "pdf")  # a link inside a root to outside it
+    roots = home / "roots"
+    for team in ("team-a", "team-b"):
+        (roots / team).mkdir(parents=True)
     graph, index = STACKS[request.param]
-    env = {"PILAR_API_KEYS": f"{FULL},{ALPHA}:alpha",
-           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox}", "PILAR_GRAPH": graph, "PILAR_INDEX": index,
+    env = {"PILAR_API_KEYS": f"{FULL},{ALPHA}:alpha,{TEAM_A}:team-a,{TEAM_B}:team-b",
+           "PILAR_INGEST_ROOTS": f"{CORPUS},{inbox},team-a={roots / 'team-a'},"
+                                 f"team-b={roots / 'team-b'}",
+           "PILAR_MAX_FILE_BYTES": str(MAX_FILE_BYTES),
+           "PILAR_API_MAX_UPLOAD_BYTES": str(MAX_UPLOAD_BYTES),
+           "PILAR_GRAPH": graph, "PILAR_INDEX": index,
            # the reader only (no PILAR_LLM_MODEL: ingest extracts no assertions with it)
            "PILAR_READER_BASE_URL": stub_reader.base_url, "PILAR_READER_MODEL": "reader_faults",
            "PILAR_READER_TIMEOUT": str(READER_TIMEOUT), "PILAR_LLM_MAX_RETRIES": "0"}
@@ -68,7 +77,7 @@ def served(request, tmp_path_factory, stub_reader):
     done = wait_job(full, job["job_id"])
     alpha_done = wait_job(full, alpha_job["job_id"])
     yield {"server": server, "full": full, "job": done, "alpha_job": alpha_done,
-           "backend": graph, "inbox": inbox}
+           "backend": graph, "inbox": inbox, "roots": roots}
     full.close()
     server.stop()
     if index == "elasticsearch":

@@ -14,6 +14,12 @@ from tests.conftest import FIXTURES
 CORPUS = FIXTURES / "corpus"
 PDF = FIXTURES / "pdf" / "204-268.pdf"
 FULL, ALPHA = "full-key-0123456789", "alpha-key-9876543210"
+TEAM_A, TEAM_B = "team-a-key-1357924680", "team-b-key-2468013579"
+"""Keys limited to the collections ``team-a`` and ``team-b``, whose ingest
+roots are ``roots/team-a`` and ``roots/team-b`` in the served home."""
+MAX_FILE_BYTES, MAX_UPLOAD_BYTES = 2 * 1024 * 1024, 3 * 1024 * 1024
+"""The served PILAR_MAX_FILE_BYTES and PILAR_API_MAX_UPLOAD_BYTES (small, so
+the tests can go over them)."""
 DEFAULT_FILES = [PDF, CORPUS / "204-541.html", CORPUS / "203-189.html"]
 ALPHA_FILES = [CORPUS / "204-133.html"]
 READER_TIMEOUT = 1.5

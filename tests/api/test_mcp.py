@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.api.shared import ALPHA, FULL, KANPUR, doc_ids
+from tests.api.shared import ALPHA, ALPHA_FILES, DEFAULT_FILES, FULL, KANPUR, doc_ids
 
 
 @pytest.fixture
@@ -72,3 +72,25 @@ async def test_mcp_over_stdio(served):
     assert names == ["answer", "cypher", "get_page", "search"]
     body = _structured(result)
     assert body["packet"]["citations"] and body["pages"]
+
+
+@pytest.mark.anyio
+async def test_mcp_refuses_a_bad_collection_name_and_shows_no_server_path(served):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = served["server"].url + "/mcp"
+    async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            refused = [await client.call_tool(tool, {arg: "kanpur", "collections": [bad]})
+                       for tool, arg in (("search", "query"), ("answer", "question"))
+                       for bad in ("a\x01b", "team-a\u200b", "")]
+            found = await client.call_tool("search", {"query": KANPUR, "budget_tokens": 400})
+    for result, bad in zip(refused, ["a\x01b", "team-a\u200b", ""] * 2):
+        assert result.is_error and f"collection {bad!r}" in result.content[0].text, result
+    body = _structured(found)
+    sources = {p["source"] for p in body["pages"]} | {c["source"]
+                                                     for c in body["packet"]["citations"]}
+    assert sources and str(served["server"].home) not in str(body)
+    assert sources <= {p.name for p in DEFAULT_FILES + ALPHA_FILES}

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.sse import EventSourceResponse, format_sse_event
 
 from pilar.api import scoping
-from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
+from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
 from pilar.api.models import AnswerRequest, AnswerResponse, Problem, answer_response
 from pilar.config import Settings
 from pilar.errors import LLMError
@@ -40,15 +40,15 @@ def _event(name: str, data: str) -> bytes:
     return format_sse_event(data_str=data, event=name)
 
 
-def answer_events(first: str, deltas: Iterator[str], stream) -> Iterator[bytes]:
+def answer_events(first: str, deltas: Iterator[str], stream, shown) -> Iterator[bytes]:
     """The SSE body of a streamed answer (an :class:`~pilar.reader.AnswerStream`):
     ``first`` (already read) and the rest of ``deltas`` as ``delta`` events,
-    then ``answer`` (or ``error``)."""
+    then ``answer`` (or ``error``), its sources shown through ``shown``."""
     try:
         yield _event("delta", json.dumps({"text": first}, ensure_ascii=False))
         for text in deltas:
             yield _event("delta", json.dumps({"text": text}, ensure_ascii=False))
-        yield _event("answer", answer_response(stream.answer).model_dump_json())
+        yield _event("answer", answer_response(stream.answer, shown).model_dump_json())
     except LLMError as exc:
         problem = Problem(title=HTTPStatus(exc.status).phrase, status=exc.status,
                           detail=f"reader failed: {exc}")
@@ -61,10 +61,12 @@ ANSWER_DESCRIPTION = (
     "(document, page, section path, bbox or table cell), flags and the packet.")
 
 
-def run_answer(pilar, caller, req: AnswerRequest) -> AnswerResponse:
-    """One (not streamed) answer for ``caller`` (shared by REST and MCP)."""
+def run_answer(pilar, caller, req: AnswerRequest, shown) -> AnswerResponse:
+    """One (not streamed) answer for ``caller`` (shared by REST and MCP),
+    sources shown through ``shown`` (:meth:`pilar.api.paths.ServerPaths.shown`)."""
     return answer_response(scoping.answer(pilar, caller, req.question, req.budget_tokens,
-                                          req.k, req.profile, req.doc_ids, req.collections))
+                                          req.k, req.profile, req.doc_ids, req.collections),
+                           shown)
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -78,7 +80,8 @@ def routes(settings: Settings) -> APIRouter:
         502: {"model": Problem, "description": "the reader's model server failed"},
         503: {"model": Problem, "description": "no reader is configured"},
         504: {"model": Problem, "description": "the reader timed out"}})
-    def answer(pilar: PilarDep, caller: Caller, req: AnswerRequest, request: Request):
+    def answer(pilar: PilarDep, caller: Caller, paths: PathsDep, req: AnswerRequest,
+               request: Request):
         """Answer ``question`` from its packet (at most ``budget_tokens``
         reader tokens), citing the packet's items as ``[n]``; citations come
         resolved to supports (document, page, section path, bbox or table
@@ -86,13 +89,13 @@ def routes(settings: Settings) -> APIRouter:
         truncated). ``stream`` (or ``Accept: text/event-stream``): see the
         200 response."""
         if not (req.stream or SSE in request.headers.get("accept", "")):
-            return run_answer(pilar, caller, req)
+            return run_answer(pilar, caller, req, paths.shown)
         result = scoping.answer(pilar, caller, req.question, req.budget_tokens, req.k,
                                 req.profile, req.doc_ids, req.collections, stream=True)
         deltas = iter(result)
         # the first delta before the response starts: a reader failing at once (or
         # replying nothing, which finishing the stream reports) gets problem+json
         first = next(deltas, "")
-        return EventSourceResponse(answer_events(first, deltas, result))
+        return EventSourceResponse(answer_events(first, deltas, result, paths.shown))
 
     return router

@@ -1,54 +1,61 @@
 """Documents and ingest jobs: ``/v1/documents`` (upload or server paths ->
-202 + job), ``/v1/jobs/{id}`` (+ ``/events``, server-sent events)."""
+202 + job), ``/v1/jobs/{id}`` (+ ``/events``, server-sent events).
+
+Responses show a document's sources as a client may see them
+(:meth:`pilar.api.paths.ServerPaths.shown`), never a server path."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import shutil
 from collections.abc import AsyncIterable
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.sse import EventSourceResponse, ServerSentEvent
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pilar.api import scoping
-from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
-from pilar.api.jobs import IngestWorker, JobStore, job_events_key, safe_name
-from pilar.api.models import (MAX_IDS, Deleted, DocumentList, DocumentOut, Job, JobAccepted,
-                              PathsRequest, Problem)
+from pilar.api import scoping, uploads
+from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
+from pilar.api.jobs import IngestWorker, JobStore, job_events_key
+from pilar.api.models import (MAX_IDS, CollectionName, Deleted, DocumentList, DocumentOut, Job,
+                              JobAccepted, PathsRequest, Problem, UploadForm, document_out)
+from pilar.api.paths import PathRefused, ServerPaths
 from pilar.config import Settings
 from pilar.ingest.files import select_files
+from pilar.ingest.limits import human_bytes
+from pilar.model import DEFAULT_COLLECTION, check_collection
+from pilar.writes import discard_upload
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}}
-COPY_CHUNK = 1024 * 1024
 MAX_JOB_FILES = 10_000
 """Files one server-side ingest job may hold."""
 EVENT_POLL = 0.25
 """Seconds between two looks at a job's record while streaming its events."""
 
 
-def ingest_roots(settings: Settings) -> list[Path]:
-    """The resolved folders of ``PILAR_INGEST_ROOTS`` (os.pathsep or comma separated)."""
-    parts = re.split(f"[,{re.escape(os.pathsep)}]", settings.ingest_roots)
-    return [Path(p.strip()).expanduser().resolve() for p in parts if p.strip()]
+def readable(paths: ServerPaths, path: str, caller) -> Path:
+    """``path`` resolved when ``caller`` may read it (:meth:`ServerPaths.readable`);
+    HTTPException 403 or 404 otherwise."""
+    try:
+        return paths.readable(path, caller)
+    except PathRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from None
 
 
-def under_roots(path: str, roots: list[Path]) -> Path:
-    """``path`` resolved (symlinks followed) when it lies under one of ``roots``.
-
-    Raises HTTPException 403 when it does not (or when no root is set) and
-    404 when it does not exist."""
-    if not roots:
-        raise HTTPException(403, "server-side paths are off: PILAR_INGEST_ROOTS is empty")
-    resolved = Path(path).expanduser().resolve()
-    if not any(resolved.is_relative_to(root) for root in roots):
-        raise HTTPException(403, f"{path}: not under PILAR_INGEST_ROOTS")
-    if not resolved.exists():
-        raise HTTPException(404, f"{path}: no such file or folder on the server")
-    return resolved
+def job_files(paths: ServerPaths, given: list[str], caller) -> list[tuple[str, Path]]:
+    """The files of the server paths ``given`` (folders walked) as ``(name
+    as given, resolved path)``: a file of a folder is named by the folder as
+    given and its path below it. Every file must be readable by ``caller``
+    (a symbolic link out of its roots is refused, 403)."""
+    files = []
+    for path in given:
+        resolved = readable(paths, path, caller)
+        for f in select_files([resolved]).files:
+            name = path if f == resolved else str(Path(path) / f.relative_to(resolved))
+            files.append((name, readable(paths, name, caller)))
+    return files
 
 
 def visible_job(request: Request, caller: Caller, job_id: str) -> Job:
@@ -71,58 +78,87 @@ def accepted(job: Job) -> JobAccepted:
                        events=f"/v1/jobs/{job.job_id}/events")
 
 
+UPLOAD_BODY = {"requestBody": {"required": True, "content": {
+    "multipart/form-data": {"schema": UploadForm.model_json_schema()}}}}
+"""The upload's body in the OpenAPI schema (the route reads it as a stream,
+:mod:`pilar.api.uploads`, so FastAPI does not see it declared)."""
+
+
+def writable(caller, collection: str) -> None:
+    """403 unless ``caller`` may write to ``collection``."""
+    if not caller.allows(collection):
+        raise HTTPException(403, f"collection {collection!r} is outside this key's collections")
+
+
 def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["documents"], responses=ERRORS)
-    roots = ingest_roots(settings)
 
     def worker(request: Request) -> IngestWorker:
         return request.app.state.worker
 
-    def check_collection(caller, collection: str) -> None:
-        if not caller.allows(collection):
-            raise HTTPException(403, f"collection {collection!r} is outside this key's collections")
-
     @router.post("/documents", status_code=202, response_model=JobAccepted,
-                 dependencies=[rate_limit("upload")], responses=RATE_LIMITED,
-                 max_body_size=settings.api_max_upload_bytes,
-                 form_limits={"max_files": settings.api_max_upload_files, "max_fields": 10})
-    def upload(request: Request, caller: Caller,
-               files: Annotated[list[UploadFile], File(description="PDF or HTML files")],
-               collection: Annotated[str, Form(min_length=1, max_length=200)] = "default"):
-        """Upload files (multipart, written to disk as they arrive) and queue
-        an ingest job; answers 202 with the job's id. Bodies above
-        ``PILAR_API_MAX_UPLOAD_BYTES`` get 413."""
-        check_collection(caller, collection)
+                 dependencies=[rate_limit("upload")], max_body_size=settings.api_max_upload_bytes,
+                 openapi_extra=UPLOAD_BODY,
+                 responses={403: {"model": Problem}, 413: {"model": Problem}, **RATE_LIMITED})
+    async def upload(request: Request, caller: Caller):
+        """Upload files (multipart: ``files`` parts with their file names,
+        optionally ``collection``), written to disk as they arrive, and queue
+        an ingest job; answers 202 with the job's id. A file over
+        ``PILAR_MAX_FILE_BYTES``, more than ``PILAR_API_MAX_UPLOAD_FILES``
+        files or a body over ``PILAR_API_MAX_UPLOAD_BYTES`` get 413 as soon
+        as the bytes show it, and nothing of the upload stays on disk; a
+        collection the key may not write to is 403 (before any file is
+        written when the ``collection`` field comes first)."""
         w = worker(request)
-        job, folder = w.new_job(collection)
-        stored = []
-        for i, upload in enumerate(files):
-            name = upload.filename or f"file-{i + 1}"
-            target = folder / f"{i + 1:03d}-{safe_name(name)}"
-            with target.open("wb") as out:
-                shutil.copyfileobj(upload.file, out, COPY_CHUNK)
-            stored.append((name, target))
-        return accepted(w.submit(job, stored))
+        job_id, folder = w.upload_folder()
+
+        def collection_of(fields: dict[str, str]) -> str:  # 422 or 403 for a bad one
+            collection = check_collection(fields.get("collection", DEFAULT_COLLECTION))
+            writable(caller, collection)
+            return collection
+
+        def before_files(fields: dict[str, str]) -> None:
+            if "collection" in fields:  # sent first: refused before a byte is written
+                collection_of(fields)
+
+        try:
+            got = await uploads.receive(
+                request, folder, w.uploads, max_file_bytes=settings.max_file_bytes,
+                max_files=settings.api_max_upload_files, before_files=before_files)
+        except uploads.UploadRefused as exc:
+            raise HTTPException(exc.status, exc.detail) from None
+        except StarletteHTTPException as exc:  # the route's body limit
+            if exc.status_code != 413:
+                raise
+            raise HTTPException(413, f"the upload is over the "
+                                     f"{human_bytes(settings.api_max_upload_bytes)} limit of one "
+                                     "request (PILAR_API_MAX_UPLOAD_BYTES)") from None
+        try:
+            collection = collection_of(got.fields)
+            if not got.files:
+                raise HTTPException(422, "files: the upload holds no file part")
+        except BaseException:
+            discard_upload(folder, w.uploads)
+            raise
+        return accepted(await run_in_threadpool(w.submit, w.new_job(collection, job_id),
+                                                got.files))
 
     @router.post("/documents/paths", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("upload")],
                  responses={403: {"model": Problem}, **RATE_LIMITED})
-    def ingest_paths(request: Request, caller: Caller, body: PathsRequest):
+    def ingest_paths(request: Request, caller: Caller, paths: PathsDep, body: PathsRequest):
         """Queue an ingest job for files or folders on the server; only paths
-        under ``PILAR_INGEST_ROOTS`` (after resolving symlinks) are accepted."""
-        check_collection(caller, body.collection)
-        files = []
-        for path in body.paths:
-            resolved = under_roots(path, roots)
-            for f in select_files([resolved]).files:
-                files.append((str(f), under_roots(str(f), roots)))
+        under the ``PILAR_INGEST_ROOTS`` open to the key (after resolving
+        symlinks) are accepted. The job names each file as given (a folder's
+        files by the folder as given and their path below it)."""
+        writable(caller, body.collection)
+        files = job_files(paths, body.paths, caller)
         if not files:
             raise HTTPException(422, "no files found under the given paths")
         if len(files) > MAX_JOB_FILES:
             raise HTTPException(422, f"{len(files)} files: one job takes at most {MAX_JOB_FILES}")
         w = worker(request)
-        job, _ = w.new_job(body.collection)
-        return accepted(w.submit(job, files))
+        return accepted(w.submit(w.new_job(body.collection), files))
 
     @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
     def get_job(job: VisibleJob) -> Job:
@@ -149,27 +185,30 @@ def routes(settings: Settings) -> APIRouter:
             job = await asyncio.to_thread(request.app.state.jobs.get, job_id)
 
     @router.get("/documents", response_model=DocumentList)
-    def list_documents(pilar: PilarDep, caller: Caller,
+    def list_documents(pilar: PilarDep, caller: Caller, paths: PathsDep,
                        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                       collection: Annotated[list[str] | None, Query(max_length=MAX_IDS)] = None
+                       collection: Annotated[list[CollectionName] | None,
+                                             Query(max_length=MAX_IDS)] = None
                        ) -> DocumentList:
         """Stored documents the key may see, oldest first, ``limit`` from ``offset``."""
         docs = scoping.documents(pilar, caller, collection)
-        return DocumentList(items=[DocumentOut.model_validate(d) for d in
+        return DocumentList(items=[document_out(d, paths.shown) for d in
                                    docs[offset:offset + limit]],
                             total=len(docs), offset=offset, limit=limit)
 
     @router.get("/documents/{doc_id}", response_model=DocumentOut)
-    def get_document(pilar: PilarDep, caller: Caller, doc_id: str) -> DocumentOut:
+    def get_document(pilar: PilarDep, caller: Caller, paths: PathsDep,
+                     doc_id: str) -> DocumentOut:
         doc = scoping.document(pilar, caller, doc_id)
         if doc is None:
             raise HTTPException(404, "no such document")
-        return DocumentOut.model_validate(doc)
+        return document_out(doc, paths.shown)
 
     @router.delete("/documents/{doc_id}", response_model=Deleted)
     def delete_document(pilar: PilarDep, caller: Caller, doc_id: str) -> Deleted:
-        """Delete a document from graph and index."""
+        """Delete a document from graph and index, and the uploaded files
+        that were its sources (no other document's): deletion is erasure."""
         if scoping.document(pilar, caller, doc_id) is None:
             raise HTTPException(404, "no such document")
         return Deleted(doc_id=doc_id, deleted=pilar.delete(doc_id))

@@ -3,8 +3,9 @@ answers) as a job of the server's worker, followed at ``GET /v1/jobs/{id}``
 (questions done of the total, then the report ``pilar eval --json`` writes)
 and ``/v1/jobs/{id}/events``.
 
-Questions come from a TSV on the server, only under ``PILAR_INGEST_ROOTS``
-(as server-side document paths), or inline. The evaluation reads only the
+Questions come from a TSV on the server, only under the
+``PILAR_INGEST_ROOTS`` open to the key (as server-side document paths), or
+inline; the report names the file as the caller gave it. The evaluation reads only the
 key's collections (:func:`pilar.api.scoping.eval_collections`), and only a
 key that sees every collection it read sees the job.
 """
@@ -14,9 +15,9 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 
 from pilar.api import scoping
-from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
+from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
 from pilar.api.models import EvalQuestion, EvalRequest, JobAccepted, Problem
-from pilar.api.routes.documents import accepted, ingest_roots, under_roots
+from pilar.api.routes.documents import accepted, readable
 from pilar.config import Settings
 from pilar.eval.questions import Question, load_questions
 
@@ -32,11 +33,11 @@ def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["eval"], responses={
         401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem},
         422: {"model": Problem}, 503: {"model": Problem}})
-    roots = ingest_roots(settings)
 
     @router.post("/eval", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("eval")], responses=RATE_LIMITED)
-    def evaluate(pilar: PilarDep, caller: Caller, req: EvalRequest, request: Request):
+    def evaluate(pilar: PilarDep, caller: Caller, paths: PathsDep, req: EvalRequest,
+                 request: Request):
         """Queue an evaluation: recall@k, MRR, support-chain coverage and
         evidence delivery per question, and with ``reader`` EM, ANLS and
         citation support of its answer (pilar.eval.metrics). Answers 202 with
@@ -46,7 +47,7 @@ def routes(settings: Settings) -> APIRouter:
             pilar.reader  # noqa: B018 - 503 now rather than a failed job
         source: str | list[Question]
         if req.questions_path is not None:
-            path = under_roots(req.questions_path, roots)
+            path = readable(paths, req.questions_path, caller)
             if not path.is_file():
                 raise HTTPException(422, f"{req.questions_path}: not a file")
             found, _ = load_questions(path, req.limit)  # unreadable: 422 before queueing
@@ -59,9 +60,11 @@ def routes(settings: Settings) -> APIRouter:
         collections = scoping.eval_collections(caller, req.collections)
 
         def run(progress):
-            return pilar.evaluate(source, budget=req.budget_tokens, k=req.k,
-                                  profile=req.profile, limit=req.limit, progress=progress,
-                                  reader=req.reader, collections=collections)
+            report = pilar.evaluate(source, budget=req.budget_tokens, k=req.k,
+                                    profile=req.profile, limit=req.limit, progress=progress,
+                                    reader=req.reader, collections=collections)
+            report.questions = req.questions_path or report.questions
+            return report
 
         return accepted(request.app.state.worker.submit_eval(collections, total, run))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from pilar.api import scoping
-from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, rate_limit
+from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
 from pilar.api.models import Problem, SearchRequest, SearchResponse, search_response
 from pilar.config import Settings
 
@@ -26,11 +26,12 @@ def openai_tools() -> list[dict]:
                           "parameters": schema}}]
 
 
-def run_search(pilar, caller, req: SearchRequest) -> SearchResponse:
-    """One search for ``caller`` (shared by REST and MCP)."""
+def run_search(pilar, caller, req: SearchRequest, shown) -> SearchResponse:
+    """One search for ``caller`` (shared by REST and MCP), sources shown
+    through ``shown`` (:meth:`pilar.api.paths.ServerPaths.shown`)."""
     result = scoping.search(pilar, caller, req.query, req.budget_tokens, req.k, req.profile,
                             req.doc_ids, req.collections)
-    return search_response(result)
+    return search_response(result, shown)
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -39,9 +40,10 @@ def routes(settings: Settings) -> APIRouter:
 
     @router.post("/search", response_model=SearchResponse, dependencies=[rate_limit("search")],
                  responses=RATE_LIMITED)
-    def search(pilar: PilarDep, caller: Caller, req: SearchRequest) -> SearchResponse:
+    def search(pilar: PilarDep, caller: Caller, paths: PathsDep,
+               req: SearchRequest) -> SearchResponse:
         """Rank pages and pack cited evidence within ``budget_tokens`` (PILAR §3.4-3.5)."""
-        return run_search(pilar, caller, req)
+        return run_search(pilar, caller, req, paths.shown)
 
     @router.get("/tools")
     def tools(caller: Caller) -> list[dict]:
