@@ -26,6 +26,8 @@ from pilar.writes import discard_upload
 
 FIELD_BYTES = 1024
 """Largest value of a form field that is not a file (the collection)."""
+POOL_BYTES = 1024 * 1024
+"""Bytes of the body parsed and written per thread-pool call."""
 NAME_BYTES = 200
 """Longest stored file name, in bytes of UTF-8 (file systems allow 255)."""
 
@@ -154,7 +156,8 @@ async def receive(request: Request, folder: Path, uploads: Path, *, max_file_byt
                   ) -> Received:
     """Stream the multipart body of ``request`` into ``folder`` (created on
     the first file; under ``uploads``). Parsing and writing run in the
-    thread pool, a chunk at a time, so the event loop never waits on disk.
+    thread pool, :data:`POOL_BYTES` at a time, so the event loop never
+    waits on disk.
     ``before_files(fields)`` sees the fields that came before the first
     file (a client that sends the collection first is refused before any
     byte is written) and may raise to stop the upload.
@@ -169,8 +172,13 @@ async def receive(request: Request, folder: Path, uploads: Path, *, max_file_byt
     parts = _Parts(folder, max_file_bytes, max_files, max_fields, before_files)
     parser = MultipartParser(params[b"boundary"], parts.callbacks())
     try:
+        held = bytearray()  # the stream's small chunks, handed to the pool a MiB at a time
         async for chunk in request.stream():
-            await run_in_threadpool(parser.write, chunk)
+            held += chunk
+            if len(held) >= POOL_BYTES:
+                await run_in_threadpool(parser.write, bytes(held))
+                held.clear()
+        await run_in_threadpool(parser.write, bytes(held))
         parser.finalize()
         if not parts.ended:
             raise UploadRefused(400, "the upload ended before its closing boundary")
