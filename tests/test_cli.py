@@ -235,6 +235,21 @@ def test_copy_at_a_new_path_is_recorded_as_another_source(store: Path, tmp_path:
     assert again.stderr.splitlines()[-1].startswith("0 ingested, 0 replaced, 1 unchanged, ")
 
 
+def test_the_same_bytes_in_another_collection_are_its_own_document(store: Path, tmp_path: Path):
+    home = tmp_path / "h"
+    shutil.copytree(store, home)
+    r = pilar("ingest", str(KANPUR), "--collection", "team-a", "--home", str(home), cwd=tmp_path)
+    assert r.code == 0 and r.stderr.splitlines()[-1].startswith(
+        "1 ingested, 0 replaced, 0 unchanged, 0 new source, "), r.stderr
+    docs = json.loads(pilar("docs", "--json", "--home", str(home), cwd=tmp_path).stdout)
+    assert [(d["collection"], d["sources"]) for d in docs] == [
+        ("default", [str(KANPUR)]), ("team-a", [str(KANPUR)])]
+    assert docs[0]["doc_id"] != docs[1]["doc_id"]
+    r = pilar("delete", docs[1]["doc_id"], "--home", str(home), cwd=tmp_path)
+    left = json.loads(pilar("docs", "--json", "--home", str(home), cwd=tmp_path).stdout)
+    assert (r.code, [d["doc_id"] for d in left]) == (0, [docs[0]["doc_id"]])
+
+
 def test_docs_shows_whole_ids_and_paths_in_80_columns(store: Path, tmp_path: Path):
     [doc] = json.loads(pilar("docs", "--json", "--home", str(store), cwd=tmp_path).stdout)
     r = pilar("docs", "--home", str(store), cwd=tmp_path, env={"COLUMNS": "80"})
