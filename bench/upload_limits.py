@@ -58,8 +58,8 @@ def main() -> None:
         with server.client("bench-key", timeout=600) as client:
             for mib in (args.under_mib, args.over_mib):
                 t = time.perf_counter()
-                r = client.post("/v1/documents", content=_body(f"file-{mib}.html", mib),
-                                headers={"content-type": f"multipart/form-data; boundary={BOUNDARY}"})
+                r = client.post("/v1/documents", content=_body(f"file-{mib}.html", mib), headers={
+                    "content-type": f"multipart/form-data; boundary={BOUNDARY}"})
                 row = {"mib": mib, "status": r.status_code,
                        "seconds": round(time.perf_counter() - t, 2),
                        "uploads_mib_after": _mib(home / "uploads")}

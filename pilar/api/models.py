@@ -16,7 +16,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from pilar.config import PROFILES
 from pilar.eval.run import EvalReport
-from pilar.model import COLLECTION_PATTERN, DEFAULT_COLLECTION, AnswerFlag, IngestStatus, check_collection
+from pilar.model import (COLLECTION_PATTERN, DEFAULT_COLLECTION, AnswerFlag, IngestStatus,
+                         check_collection)
 
 MAX_QUERY_CHARS = 2000
 """Longest search query accepted at the boundary (characters)."""

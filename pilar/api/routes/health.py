@@ -25,7 +25,8 @@ def routes(settings: Settings) -> APIRouter:
     def readyz(pilar: PilarDep):
         """Every configured backend answers a cheap read; 503 naming the one that does not."""
         checks: dict[str, str] = {}
-        for role, store, probe in (("graph", pilar.graph, lambda s: s.find_by_sha256("", DEFAULT_COLLECTION)),
+        for role, store, probe in (("graph", pilar.graph,
+                                    lambda s: s.find_by_sha256("", DEFAULT_COLLECTION)),
                                    ("index", pilar.index, lambda s: s.count())):
             try:
                 probe(store)
