@@ -1,7 +1,7 @@
 """Do the two stacks rank alike? Embedded SQLite vs Neo4j + Elasticsearch.
 
     python bench/backend_parity.py --home STORE --neo4j-uri URI --es-url URL
-                                   [--es-prefix pilar] [--n 100] [--json OUT]
+                                   [--es-prefix pilar] [--n 100] [--profile P] [--json OUT]
 
 ``--home`` is an embedded store holding the corpus; the server stack (graph
 on Neo4j, page index on Elasticsearch under ``--es-prefix``, no SQLite file)
@@ -79,6 +79,8 @@ def main() -> None:
     ap.add_argument("--es-prefix", default="pilar")
     ap.add_argument("--questions", type=Path, default=SHARED / "wtq" / "dev" / "questions.tsv")
     ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--profile", default=None, help="retrieval profile of the full search "
+                    "(default: the settings'; multi-hop runs the bridge hops on each stack)")
     ap.add_argument("--only-filled", action="store_true",
                     help="the embedded stack searches only the documents the server stack "
                          "holds (a partial fill); BM25 statistics still span its whole corpus")
@@ -112,7 +114,7 @@ def main() -> None:
                 if stage == "shortlist":
                     pages = p.hybrid.shortlist(question, scopes[name])[:10]
                 else:
-                    pages = p.retriever().search(question, 10, scopes[name])
+                    pages = p.retriever(args.profile).search(question, 10, scopes[name])
                 tops[name] = [pg.page_id for pg in pages]
                 hits[name] += gold in {stems[name].get(pg.doc_id) for pg in pages}
             a, b = tops.values()

@@ -1,35 +1,44 @@
-"""Cross-document (multi-hop) questions: evidence delivery and support-chain
-coverage per hop count, pilar vs page-only vs flat chunks, side by side.
+"""Cross-document (multi-hop) questions: support-chain coverage and evidence
+delivery per hop count, pilar vs page-only vs flat chunks, side by side.
 
-    python bench/multihop.py [--data DIR] [--home DIR] [--settings 512:3,1024:5]
-                             [--chunk 128:16] [--json OUT]
+    python bench/multihop.py [--stores multihop,multihop2,all] [--methods ...]
+                             [--settings 512:3,1024:5] [--chunk 128:16] [--json OUT]
 
-Ingests the 24 HTML documents of ``../shared/data/multihop`` (the PDF copies
-are left out: they would hold the same text twice) and runs its 40 questions
-(10 one-hop controls, 20 two-hop, 10 three-hop; ``doc_ids`` in reasoning
-order) at each ``budget:k`` setting. Figures per hop count, all from
-:func:`pilar.eval.run.score_question`:
+Question sets (``../shared/data``): ``multihop`` (24 documents, 40 questions
+of 1-3 hops) and ``multihop2`` (60 documents, 20 of them topical
+distractors: sister ships, sibling models, superseded versions; 80 questions
+of 1-4 hops). Stores (under ``bench/out``, ingested the first time; HTML
+only, as the PDF copies hold the same text twice): one per set, and ``all``,
+both sets together with the 400 WTQ dev pages as unrelated distractors. Each
+set's questions run on its own store and on ``all``.
 
-- ``delivery``: every gold answer in the packet of at most ``budget`` tokens
-  built from the first ``k`` ranked pages (flat chunks: chunks in rank order
-  until the budget is full);
-- ``chain``: support-chain coverage, every document of the chain among the
-  first ``k`` ranked documents (PILAR App. J.8 all-support-docs@k; flat
-  chunks: the first ``k`` distinct pages of its first 10 chunks).
+Figures per hop count, all from :func:`pilar.eval.run.score_question`:
 
-Methods (``bench/baselines.py``): ``pilar`` with the ``multi-hop`` profile
-(no adjacent bonus, wider pool; PILAR App. D.4) and with ``single-shot``;
-``page_only`` (the hybrid shortlist without graph); ``flat_chunks``
-(``--chunk`` size:overlap tokens; the documents are 125-309 tokens long, so
-512-token chunks would be whole documents). JSON: ``figures`` (method ->
-setting -> group -> figure) and ``per_question`` (method -> setting ->
-figure -> one value per question, with ``hops``).
+- ``chain@3``, ``chain@5``, ``chain@10``: support-chain coverage, every
+  document of the chain among the first k ranked documents (PILAR App. J.8
+  all-support-docs@k; flat chunks: the distinct pages of its first 10
+  chunks); ``chain@1-10``: the same averaged over k = 1..10 (the PILAR
+  code's all-gold-documents-in-top-k);
+- ``delivery@B/kK``: every gold answer in the packet of at most B tokens
+  built from the first K ranked pages (flat chunks: chunks in rank order
+  until the budget is full), for each ``--settings`` pair.
+
+Methods (``bench/baselines.py``): ``pilar (multi-hop)`` (iterative bridge
+expansion, :mod:`pilar.retrieval.bridges`), ``pilar (single-shot)`` (the
+default profile: one hop from the question's entities), ``page_only`` (the
+hybrid shortlist without graph), ``flat_chunks`` (``--chunk`` size:overlap
+tokens). Each method's median search time
+(retrieval and packing at the last setting) is reported beside its figures.
+JSON: ``figures`` (store -> set -> method -> group -> figure), ``ms``
+(store -> set -> method -> median ms) and ``per_question`` (store -> set ->
+method -> figure -> one value per question, with ``hops`` and ``qid``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -45,72 +54,120 @@ from pilar import Pilar  # noqa: E402
 from pilar.eval.questions import load_questions  # noqa: E402
 from pilar.eval.run import aggregate, score_question  # noqa: E402
 
+SETS = ("multihop", "multihop2")
+STORES = {"multihop": ("multihop",), "multihop2": ("multihop2",), "all": SETS}
+"""Store -> the question sets whose documents it holds (``all`` also holds the WTQ dev pages)."""
+RANK_FIGURES = ("chain@3", "chain@5", "chain@10", "chain@1-10")
+METHODS = ("pilar (multi-hop)", "pilar (single-shot)", "page_only", "flat_chunks")
+
+
+def open_store(name: str, out: Path, console: Console) -> Pilar:
+    """The store ``name`` of :data:`STORES` under ``out``, ingesting what it lacks."""
+    p = Pilar(home=out / f"home-{name if name != 'all' else 'multihop-all'}")
+    t0 = time.perf_counter()
+    n = failed = 0
+    for s in STORES[name]:
+        files, bad = ingest(p, SHARED / s, "*.html")
+        n, failed = n + files, failed + bad
+    if name == "all":
+        files, bad = ingest(p, SHARED / "wtq" / "dev" / "pages")
+        n, failed = n + files, failed + bad
+    console.print(f"store {name}: {n} files ({failed} failed) in {time.perf_counter() - t0:.0f} s")
+    return p
+
+
+def run_set(p: Pilar, questions, methods: dict, settings: list[tuple[int, int]]):
+    """``(figures, ms, per_question)`` of every method on ``questions``."""
+    figures, ms, per_question = {}, {}, {}
+    for name, method in methods.items():
+        rows_by = {s: [] for s in settings}
+        times = []
+        for q in track(questions, description=name, transient=True):
+            for budget, k in settings:
+                t = time.perf_counter()
+                got = method(q, budget, k)
+                times.append((time.perf_counter() - t) * 1000)
+                assert p.tokens.count(got.text) <= budget, (name, budget)
+                rows_by[(budget, k)].append(score_question(q, got, budget, k))
+        first = rows_by[settings[0]]
+        means, counts = aggregate(first)
+        figures[name] = {g: {f: round(means[g][f], 4) for f in RANK_FIGURES} | {"n": counts[g]}
+                         for g in means}
+        per_question[name] = {"qid": [r.qid for r in first], "hops": [r.hops for r in first]}
+        for f in RANK_FIGURES:
+            per_question[name][f] = [r.figures[f] for r in first]
+        for budget, k in settings:
+            label = f"delivery@{budget}/k{k}"
+            rows = rows_by[(budget, k)]
+            means, _ = aggregate(rows)
+            for g in means:
+                figures[name][g][label] = round(means[g][f"delivery@{budget}"], 4)
+            per_question[name][label] = [r.figures[f"delivery@{budget}"] for r in rows]
+        ms[name] = round(statistics.median(times[len(settings) - 1::len(settings)]), 1)
+    return figures, ms, per_question
+
+
+def print_table(console: Console, title: str, figures: dict, ms: dict) -> None:
+    groups = list(next(iter(figures.values())))
+    labels = list(next(iter(figures.values()))[groups[0]])
+    labels.remove("n")
+    table = Table(title=title)
+    table.add_column("method")
+    table.add_column("group")
+    for label in labels:
+        table.add_column(label.replace("delivery@", "deliv "), justify="right")
+    table.add_column("ms", justify="right")
+    for name, by in figures.items():
+        for i, g in enumerate(groups):
+            table.add_row(name if i == 0 else "", f"{g} (n={by[g]['n']})",
+                          *[f"{by[g][label]:.3f}" for label in labels],
+                          f"{ms[name]:.0f}" if i == 0 else "",
+                          end_section=i == len(groups) - 1)
+    console.print(table)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=SHARED / "multihop")
-    ap.add_argument("--home", type=Path, default=OUT / "home-multihop")
+    ap.add_argument("--stores", default="multihop,multihop2,all",
+                    help=f"comma-separated, of {', '.join(STORES)}")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated, of "
+                    + ", ".join(METHODS))
     ap.add_argument("--settings", default="512:3,1024:5", help="budget:k pairs")
     ap.add_argument("--chunk", default="128:16", help="flat chunk size:overlap (tokens)")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the stores live")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     console = Console()
     settings = [tuple(int(x) for x in s.split(":")) for s in args.settings.split(",")]
     size, overlap = (int(x) for x in args.chunk.split(":"))
+    wanted = [m.strip() for m in args.methods.split(",")]
 
-    p = Pilar(home=args.home)
-    t0 = time.perf_counter()
-    n_files, n_failed = ingest(p, args.data, "*.html")
-    console.print(f"ingest: {n_files} files ({n_failed} failed) in {time.perf_counter() - t0:.0f} s")
-    questions, problems = load_questions(args.data / "questions.tsv")
-    for line in problems:
-        console.print(f"[yellow]{line}")
-    flat = FlatChunks(p, size=size, overlap=overlap, cache=OUT)
-    p.embedder.prime([q.question for q in questions])  # one batch instead of 40 calls
-    methods = {
-        "pilar": lambda q, b, k: pilar_search(p, q.question, b, k, "multi-hop"),
-        "pilar (single-shot)": lambda q, b, k: pilar_search(p, q.question, b, k, "single-shot"),
-        "page_only": lambda q, b, k: page_only(p, q.question, b, k),
-        "flat_chunks": lambda q, b, k: flat.retrieve(q.question, b),
-    }
-
-    figures: dict = {}
-    per_question: dict = {}
-    for budget, k in settings:
-        label = f"{budget}:{k}"
-        for name, method in methods.items():
-            rows = []
-            for q in track(questions, description=f"{name} {label}"):
-                got = method(q, budget, k)
-                assert p.tokens.count(got.text) <= budget, (name, budget)
-                rows.append(score_question(q, got, budget, k))
-            means, counts = aggregate(rows)
-            figures.setdefault(name, {})[label] = {
-                g: {"delivery": round(f[f"delivery@{budget}"], 4),
-                    "chain": round(f[f"chain@{k}"], 4), "n": counts[g]}
-                for g, f in means.items()}
-            per_question.setdefault(name, {})[label] = {
-                "delivery": [r.figures[f"delivery@{budget}"] for r in rows],
-                "chain": [r.figures[f"chain@{k}"] for r in rows],
-                "hops": [r.hops for r in rows]}
-
-    for budget, k in settings:
-        label = f"{budget}:{k}"
-        groups = list(figures["pilar"][label])
-        table = Table(title=f"multi-hop, {len(questions)} questions, {n_files} documents, "
-                            f"budget {budget} tokens, k {k}: delivery / chain coverage")
-        table.add_column("method")
-        for g in groups:
-            table.add_column(f"{g} (n={figures['pilar'][label][g]['n']})")
-        for name in methods:
-            by = figures[name][label]
-            table.add_row(name if name != "flat_chunks" else flat.name,
-                          *[f"{by[g]['delivery']:.3f} / {by[g]['chain']:.3f}" for g in groups])
-        console.print(table)
+    result: dict = {"figures": {}, "ms": {}, "per_question": {}, "settings": args.settings}
+    for store in args.stores.split(","):
+        p = open_store(store, args.out, console)
+        sets = {s: load_questions(SHARED / s / "questions.tsv")[0] for s in STORES[store]}
+        p.embedder.prime([q.question for qs in sets.values() for q in qs])
+        every = {
+            "pilar (multi-hop)": lambda q, b, k: pilar_search(p, q.question, b, k, "multi-hop"),
+            "pilar (single-shot)": lambda q, b, k: pilar_search(p, q.question, b, k,
+                                                                "single-shot"),
+            "page_only": lambda q, b, k: page_only(p, q.question, b, k),
+        }
+        if "flat_chunks" in wanted:
+            flat = FlatChunks(p, size=size, overlap=overlap, cache=OUT)
+            every["flat_chunks"] = lambda q, b, k: flat.retrieve(q.question, b)
+        methods = {m: every[m] for m in wanted}
+        for s, questions in sets.items():
+            figures, ms, per_question = run_set(p, questions, methods, settings)
+            print_table(console, f"{s} questions ({len(questions)}) on store {store}",
+                        figures, ms)
+            result["figures"].setdefault(store, {})[s] = figures
+            result["ms"].setdefault(store, {})[s] = ms
+            result["per_question"].setdefault(store, {})[s] = per_question
+        p.close()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"figures": figures, "per_question": per_question,
-                                         "methods": {"flat_chunks": flat.name}}, indent=1))
+        args.json.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

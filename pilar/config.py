@@ -40,9 +40,9 @@ def home_problem(home: Path) -> str | None:
     return None
 
 
-PROFILES: dict[str, dict[str, float]] = {
-    "single-shot": {"pool": 20, "same_section_bonus": 0.0},
-    "multi-hop": {"pool": 60, "adjacent_bonus": 0.0},
+PROFILES: dict[str, dict[str, float | bool]] = {
+    "single-shot": {"pool": 20, "same_section_bonus": 0.0, "max_hops": 0},
+    "multi-hop": {"pool": 60, "adjacent_bonus": 0.0, "specific_entities": True},
 }
 """Overrides per retrieval profile (PILAR App. D.4, H.1)."""
 
@@ -96,6 +96,24 @@ class Settings(BaseSettings):
     hub_pages: int = Field(10, ge=0, description="a question entity mentioned on more pages is a "
                                                  "hub: it is not expanded from")
     entity_match: float = Field(90.0, ge=0, le=100, description="rapidfuzz score (0-100) for query entities")
+    specific_entities: bool = Field(False, description="question-entity bonuses scale with the "
+                                    "entity's specificity (1/sqrt(pages)) and seeds get them too")
+    # iterative bridge expansion (PILAR §3.4 multi-hop; pilar.retrieval.bridges)
+    max_hops: int = Field(3, ge=0, le=6, description="bridge hops after the question's own pages "
+                                                      "(0 = none)")
+    bridge_bonus: float = Field(0.3, ge=0, le=1, description="share of a linked page's score "
+                                "a bridge of weight 1 passes on (both ways, three rounds)")
+    unasked: float = Field(0.3, gt=0, le=1, description="weight kept by a bridge whose context "
+                           "(column, words before it) holds no word of the question")
+    sibling_weight: float = Field(0.5, ge=0, le=1, description="score kept by a page of the same "
+                                  "kind as a chain's page (a sister ship, another version) that "
+                                  "no chain holds")
+    bridge_frontier: int = Field(3, ge=1, description="documents each hop starts from")
+    bridge_units: int = Field(6, ge=1, description="units of each frontier page whose entities "
+                                                   "are bridge candidates")
+    bridge_documents: int = Field(10, ge=1, description="a bridge mentioned in more documents is "
+                                                        "a hub: it leads nowhere")
+    bridge_pages: int = Field(20, ge=1, description="pages read per bridge")
 
     # packing (PILAR App. G.1; Tessera §3.4-3.5)
     base_share: float = Field(0.7, ge=0, le=1, description="budget share of base pages")

@@ -365,7 +365,8 @@ class RankedPage:
     """A page returned by retrieval with its score parts (PILAR §3.4).
 
     ``score`` = 0.4 * ``bm25`` (min-max normalised over the candidates)
-    + 0.6 * ``dense`` (cosine), plus any graph bonuses in ``trace``.
+    + 0.6 * ``dense`` (cosine), plus any graph bonuses in ``trace``;
+    ``bridging`` names the units of the page a multi-hop chain runs through.
     """
 
     page_id: str
@@ -377,6 +378,10 @@ class RankedPage:
     bm25: float = 0.0
     dense: float = 0.0
     trace: dict[str, Any] = field(default_factory=dict)
+    bridging: tuple[str, ...] = ()
+    """Support ids of the units a chain of the ranking passes through on this
+    page (the row or sentence naming the next hop, or the one the previous
+    hop named): packing carries them (PILAR §3.4 multi-hop)."""
 
 
 @dataclass(slots=True)
@@ -509,6 +514,23 @@ class EntityLinks:
     assertions: list[Assertion] = field(default_factory=list)
     mentions: list[tuple[str, str]] = field(default_factory=list)
     same_as: list[SameAs] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Bridge:
+    """An entity named on the units a bridge hop starts from, and the pages
+    it leads to (read by :meth:`pilar.graph.GraphStore.bridges`; PILAR §3.4,
+    multi-hop profile). ``supports``: the given supports that mention it;
+    ``documents``: how many documents mention it (counted up to the hop's
+    cap plus one, so a hub shows as just past the cap); ``pages``: ``(page_id,
+    support_id, entity_id)`` of the pages that mention it (or an entity
+    ``SAME_AS`` it, whose id is the third item), one support per page."""
+
+    entity_id: str
+    name: str
+    supports: tuple[str, ...]
+    documents: int
+    pages: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -95,6 +95,7 @@ class Pilar:
             if settings.embedding_cache else None)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
         self._pages_lock = threading.Lock()
+        self._retrievers: dict[str, GraphRetriever] = {}
         self._held_pages = False  # the store was seen holding pages (see search)
         self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache)
 
@@ -120,15 +121,21 @@ class Pilar:
         return HybridRetriever(self.graph, self.index, self.embedder, self.settings)
 
     def retriever(self, profile: str | None = None) -> GraphRetriever:
-        """The graph-linking retriever for ``profile`` (default: settings').
+        """The graph-linking retriever for ``profile`` (default: settings'),
+        one per profile (its bridge expansion keeps per-page caches).
 
         Raises ``ValueError`` for a profile not in :data:`pilar.config.PROFILES`."""
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-        settings = self.settings
-        if profile and profile != settings.profile:
-            settings = settings.model_copy(update={"profile": profile})
-        return GraphRetriever(self.graph, self.index, self.hybrid, settings.profiled())
+        profile = profile or self.settings.profile
+        with self._pages_lock:
+            found = self._retrievers.get(profile)
+            if found is None:
+                settings = self.settings.model_copy(update={"profile": profile}) \
+                    if profile != self.settings.profile else self.settings
+                found = self._retrievers[profile] = GraphRetriever(
+                    self.graph, self.index, self.hybrid, settings.profiled())
+        return found
 
     @cached_property
     def selector(self) -> UnitSelector:
@@ -403,7 +410,8 @@ class Pilar:
         selected, tables = [], {}
         if use_units:
             anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
-            selected = self.selector.select(question, anchors, [p.score for p in pages], budget)
+            selected = self.selector.select(question, anchors, [p.score for p in pages], budget,
+                                            frozenset(s for p in pages for s in p.bridging))
             tables = tables_of(u for _, u in anchors)
         s = self.settings
         return assemble(question, pages, evidence, selected, self.tokens, budget,

@@ -17,7 +17,7 @@ from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
 from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
-from pilar.packing.terms import tokens
+from pilar.retrieval.terms import tokens
 from pilar.retrieval.embeddings import (GROUP_WORDS, UNIT_TOKENS, group_leaders, group_text,
                                        table_heads, unit_groups)
 from tests.conftest import FIXTURES

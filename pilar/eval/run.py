@@ -29,6 +29,8 @@ from pilar.model import RankedPage
 
 RANK_DEPTH = max(RECALL_KS)
 """Pages ranked per question for recall@1..10 and MRR@10."""
+CHAIN_KS = (3, 5, 10)
+"""Depths at which support-chain coverage is always reported (besides ``--k``)."""
 
 
 @dataclass(slots=True)
@@ -105,11 +107,16 @@ def rank_figures(ranked: Sequence[str], gold: Sequence[str], k: int) -> dict[str
     """Ranking figures of one question (``ranked`` as :func:`ranked_ids` gives
     it, at most :data:`RANK_DEPTH` ids): ``recall@1``, ``recall@5``,
     ``recall@10``, ``recall@1-10`` (the mean over k = 1..10, PILAR App. C),
-    ``MRR@10`` and ``chain@k`` (every gold id in the first ``k``, App. J.8)."""
+    ``MRR@10``, ``chain@k`` for ``k`` and :data:`CHAIN_KS` (every gold id in
+    the first ``k``, App. J.8) and ``chain@1-10``, chain coverage averaged
+    over k = 1..10 (the all-gold-documents-in-top-k of the PILAR code)."""
     figures = {f"recall@{kk}": recall_at_k(ranked, gold, kk) for kk in (1, 5, 10)}
     figures["recall@1-10"] = mean_recall(ranked, gold)
     figures["MRR@10"] = mrr(ranked, gold, k=RANK_DEPTH)
-    figures[f"chain@{k}"] = chain_coverage(ranked, gold, k)
+    chains = {kk: chain_coverage(ranked, gold, kk) for kk in RECALL_KS}
+    for kk in sorted({k, *CHAIN_KS}):
+        figures[f"chain@{kk}"] = chains[kk] if kk in chains else chain_coverage(ranked, gold, kk)
+    figures["chain@1-10"] = sum(chains.values()) / len(chains)
     return figures
 
 

@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
 
-from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
+from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, SameAs, Support, Unit)
 
 
@@ -119,6 +119,19 @@ class GraphStore(Protocol):
         """``{entity_id: n}`` for every id given: how many distinct pages hold
         a support that mentions the entity (``MENTIONED_IN``); 0 for unknown
         ids. One read."""
+        ...
+    def bridges(self, support_ids: list[str], max_documents: int = 10,
+                limit: int = 20) -> list[Bridge]:
+        """One bridge hop (PILAR §3.4, multi-hop profile), in one read: every
+        entity mentioned on ``support_ids`` as a :class:`~pilar.model.Bridge`
+        (the given supports naming it, the documents mentioning it, counted
+        up to ``max_documents + 1``) and, for those mentioned in at most
+        ``max_documents`` documents, the pages of any document (the given
+        supports' own included: callers drop what they already hold) that
+        mention it or an entity ``SAME_AS`` it, one support per page, at most
+        ``limit`` pages per entity in (document, page) order. Entities by id;
+        unknown support ids add nothing. Documents of any status: callers
+        keep the visible ones."""
         ...
     def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
         """One hop of the graph around ``entity_ids`` (exploration): the

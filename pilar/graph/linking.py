@@ -33,7 +33,8 @@ method                  score  when
                                middle initial may be another person)
 ======================  =====  ====================================================
 
-Never linked: titles of works (many songs and films share a title), generic
+Never linked: identifier codes (:mod:`pilar.ingest.codes`: one key is one
+entity, and ``QC-09`` is not ``QC-08``), titles of works (many songs and films share a title), generic
 event names (``World Championships``, ``European Cup``: of which sport?),
 and people by fuzzy spelling (``Jonatan Johansson`` the Finnish striker is
 not ``Jonathan Johansson`` the Swedish goalkeeper). One-word names link only
@@ -47,6 +48,7 @@ from the new entity to the stored one.
 from __future__ import annotations
 
 from pilar.config import Settings
+from pilar.ingest.codes import CODE_TYPE
 from pilar.ingest.names import acronym, compatible, normalise, similarity
 from pilar.model import DEFAULT_COLLECTION, Entity, ParsedDocument, SameAs
 
@@ -78,7 +80,8 @@ def _ambiguous(e: Entity, key: str) -> bool:
 def match(a: Entity, b: Entity, threshold: float = 0.8) -> tuple[float, str] | None:
     """``(score, method)`` when ``a`` and ``b`` (different ids) name the
     same entity, else None (see the module docstring's table)."""
-    if a.entity_id == b.entity_id or not compatible(a.type, b.type):
+    if a.entity_id == b.entity_id or not compatible(a.type, b.type) or \
+            CODE_TYPE in (a.type, b.type):
         return None
     ka, kb = normalise(a.name), normalise(b.name)
     if not ka or not kb or _ambiguous(a, ka) or _ambiguous(b, kb):
@@ -144,6 +147,8 @@ def link_across(parsed: ParsedDocument, graph, settings: Settings | None = None
     threshold = settings.link_threshold_cross
     links: list[SameAs] = []
     for e in entities:
+        if e.type == CODE_TYPE:  # codes link by their key (the id) alone
+            continue
         known = stored.get(e.entity_id)
         if known is not None and set(e.aliases) <= set(known.aliases):
             continue

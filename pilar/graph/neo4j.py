@@ -25,8 +25,8 @@ from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
 from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, entity_of,
                                     support_of, unit_of)
-from pilar.model import (Assertion, Document, Entity, EntityLinks, Page, ParsedDocument, SameAs,
-                         Support, Unit, to_jsonable)
+from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
+                         SameAs, Support, Unit, to_jsonable)
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -282,6 +282,20 @@ class Neo4jGraphStore:
     def same_as_links(self) -> list[SameAs]:
         """Every ``SAME_AS`` link, by source then target. One query."""
         return [SameAs(*r) for r in self._values(cy.ALL_SAME_AS)]
+
+    def bridges(self, support_ids: list[str], max_documents: int = 10,
+                limit: int = 20) -> list[Bridge]:
+        """The entities mentioned on ``support_ids`` and where they lead, in one
+        bounded query (:meth:`pilar.graph.GraphStore.bridges`,
+        :data:`pilar.graph.neo4j_cypher.BRIDGES`). Raises :class:`StoreError`
+        if the read fails."""
+        if not support_ids:
+            return []
+        out = [Bridge(eid, name, tuple(sorted(here)), documents,
+                      sorted((p, sid, via) for p, sid, via in pages))
+               for eid, name, here, documents, pages in self._values(
+                   cy.BRIDGES, sids=list(support_ids), max=max_documents, limit=limit)]
+        return sorted(out, key=lambda b: b.entity_id)
 
     def mention_pages(self, entity_ids: list[str]) -> dict[str, int]:
         """``{entity_id: pages}``: distinct pages whose supports mention each

@@ -207,6 +207,28 @@ MATCH (a:Entity)-[l:SAME_AS]->(b:Entity)
 RETURN a.entity_id AS source, b.entity_id AS target, l.score AS score, l.method AS method
 ORDER BY source, target
 """
+# bridge expansion (Neo4jGraphStore.bridges): the entities mentioned on the
+# supports $sids, each with the supports naming it, its documents (counted up
+# to $max + 1) and, for those in at most $max documents, the pages mentioning
+# it or an entity SAME_AS it ($limit per entity, by document and page)
+BRIDGES = """
+MATCH (s:Support)<-[:MENTIONED_IN]-(e:Entity) WHERE s.support_id IN $sids
+WITH e, collect(DISTINCT s.support_id) AS here
+WITH e, here, size(COLLECT {
+  MATCH (e)-[:MENTIONED_IN]->(m:Support) RETURN DISTINCT m.doc_id LIMIT $max + 1
+}) AS documents
+CALL (e, documents) {
+  WITH e WHERE documents <= $max
+  MATCH (e)-[:SAME_AS*0..1]-(o:Entity)-[:MENTIONED_IN]->(m:Support)-[:HAS_PROVENANCE]->
+        (:Provenance)-[:ON_PAGE]->(pg:Page)
+  WITH pg, o, min(m.support_id) AS sid
+  ORDER BY pg.doc_id, pg.number, o.entity_id
+  WITH pg, head(collect([sid, o.entity_id])) AS best
+  ORDER BY pg.doc_id, pg.number LIMIT $limit
+  RETURN collect([pg.page_id] + best) AS pages
+}
+RETURN e.entity_id, e.name, here, documents, pages
+"""
 MENTION_PAGES = """
 UNWIND $ids AS eid
 MATCH (e:Entity {entity_id: eid})

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pilar.errors import ConfigError
 from pilar.graph import add_expansion_rows, ingest_time
 from pilar.graph import sqlite_sql as sql
-from pilar.model import (Assertion, Document, DocumentStatus, Entity, EntityLinks, Page,
+from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
 from pilar.stores import SqliteDatabase
 
@@ -339,6 +339,30 @@ class SqliteGraphStore:
         if out:
             out.update(self.db.conn.execute(sql.MENTION_PAGES, (json.dumps(list(out)),)))
         return out
+
+    def bridges(self, support_ids: list[str], max_documents: int = 10,
+                limit: int = 20) -> list[Bridge]:
+        """The entities mentioned on ``support_ids`` and where they lead, in one
+        query (:meth:`pilar.graph.GraphStore.bridges`). Raises
+        ``sqlite3.Error`` if the read fails."""
+        if not support_ids:
+            return []
+        found: dict[str, Bridge] = {}
+        sources: dict[str, list[str]] = {}
+        rows = self.db.conn.execute(sql.BRIDGES, (json.dumps(list(support_ids)), max_documents,
+                                                  limit)).fetchall()
+        for kind, eid, a, b, c in rows:
+            if kind == "from":
+                sources.setdefault(eid, []).append(a)
+            elif kind == "docs":
+                found[eid] = Bridge(eid, a, (), b)
+        for kind, eid, a, b, c in rows:
+            if kind == "page" and eid in found:
+                found[eid].pages.append((b, a, c))
+        for eid, bridge in found.items():
+            bridge.supports = tuple(sorted(set(sources.get(eid, ()))))
+            bridge.pages.sort()
+        return sorted(found.values(), key=lambda x: x.entity_id)
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""

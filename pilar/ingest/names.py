@@ -32,7 +32,7 @@ from rapidfuzz.distance import Levenshtein
 
 __all__ = ["ENTITY_TYPES", "compatible", "family", "normalise", "clean_surface",
            "entity_surface", "capitalised_spans", "alias_pairs", "acronym", "similarity",
-           "entity_id", "GENERIC_WORDS"]
+           "entity_id", "GENERIC_WORDS", "proper_name"]
 
 ENTITY_TYPES = ("person", "country", "place", "team", "organization", "work", "thing")
 _FAMILY = {"country": "place", "place": "place", "team": "organization",
@@ -160,6 +160,19 @@ def entity_surface(text: str) -> str | None:
     if low in _STOP_VALUES or _DATE.match(s):
         return None
     return s
+
+
+def proper_name(name: str) -> bool:
+    """Is ``name`` a proper name of two or more words: every word that has a
+    letter starts with a capital or a digit, but connectors (``of``,
+    ``de``, ``von``...) and parenthesised parts ("Port of Ostrevik", "Skelmar
+    Tonnage AS", "Tove Vrancken-Rask"; not "Length overall", "Call sign" or
+    "Operator (time charterer)", labels of fields)."""
+    words = [w for w in _TOKEN.findall(_PAREN.sub(" ", name)) if any(c.isalpha() for c in w)]
+    if len(words) < 2:
+        return False
+    return all(w[0].isupper() or w[0].isdigit() or w.lower() in _CONNECT for w in words) and \
+        sum(1 for w in words if w.lower() not in _CONNECT) >= 2 and "(" not in name
 
 
 def acronym(name: str) -> str:

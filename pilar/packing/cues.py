@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from rapidfuzz.distance import Levenshtein
 
 from pilar.model import Unit
-from pilar.packing.terms import tokens
+from pilar.retrieval.terms import tokens
 
 FIRST = frozenset({"first", "earliest", "top", "initial", "opening"})
 LAST = frozenset({"last", "final", "bottom", "latest"})

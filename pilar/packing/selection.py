@@ -15,9 +15,7 @@ rows whose *parent* is K2)."""
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +23,8 @@ import numpy as np
 from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
-from pilar.packing.terms import term_counts, tokens
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
+from pilar.retrieval.terms import bm25_with_idf, bm25_scores, tokens
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
 
@@ -42,35 +40,6 @@ KEY_TABLES = 4096
 CUE_TOKENS = 256
 """Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
 a larger one rows of other pages too (each cue row displaces a unit)."""
-
-
-def bm25_scores(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
-                b: float = 0.75) -> np.ndarray:
-    """BM25Okapi scores (k1=1.5, b=0.75 as PILAR App. H.1) of ``texts`` (each
-    a document, read as its :func:`~pilar.packing.terms.tokens`) for the
-    ``query`` tokens; shape ``(len(texts),)``. Term counts per text are
-    cached (:func:`~pilar.packing.terms.term_counts`)."""
-    return _bm25(query, texts, k1, b)[0]
-
-
-def _bm25(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
-          b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
-    """:func:`bm25_scores` and the IDF of each query term found in ``texts``."""
-    n = len(texts)
-    idf_of: dict[str, float] = {}
-    if n == 0:
-        return np.zeros(0), idf_of
-    counts = [term_counts(t) for t in texts]
-    lengths = np.fromiter((size for _, size in counts), dtype=np.float64, count=n)
-    norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
-    scores = np.zeros(n)
-    for t in dict.fromkeys(query):
-        tf = np.fromiter((c.get(t, 0) for c, _ in counts), dtype=np.float64, count=n)
-        df = int(np.count_nonzero(tf))
-        if df:
-            idf = idf_of[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            scores += idf * tf * (k1 + 1) / (tf + norm)
-    return scores, idf_of
 
 
 @dataclass(slots=True)
@@ -91,6 +60,22 @@ def _table_of(u: Unit) -> tuple | None:
     return None
 
 
+def _by_page_in_turn(scored: list[ScoredUnit]) -> list[ScoredUnit]:
+    """``scored`` reordered page by page in turn (each anchor page's best
+    unit in page order, then each one's second...), scores rewritten to
+    keep that order: a chain's evidence is spread over its documents, and
+    the question's own page would otherwise fill the block."""
+    by_page: dict[int, list[ScoredUnit]] = {}
+    for su in scored:
+        by_page.setdefault(su.page_rank, []).append(su)
+    order = []
+    for depth in range(max((len(v) for v in by_page.values()), default=0)):
+        order += [v[depth] for _, v in sorted(by_page.items()) if depth < len(v)]
+    top = scored[0].score if scored else 0.0
+    return [ScoredUnit(su.unit, su.lexical, top - 1e-4 * i, su.page_rank)
+            for i, su in enumerate(order)]
+
+
 class UnitSelector:
     """Prefilter + rerank; ``cross_encoder`` is a loaded CrossEncoder or None,
     ``embedder`` an :class:`~pilar.retrieval.embeddings.Embedder` and
@@ -108,19 +93,24 @@ class UnitSelector:
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
-               budget: int | None = None) -> list[ScoredUnit]:
+               budget: int | None = None, bridging: frozenset[str] = frozenset()
+               ) -> list[ScoredUnit]:
         """Rank ``[(page_rank, unit)]`` for ``question``; at most ``prefilter``
         results, best first. With ``page_scores`` (the anchor pages' retrieval
         scores, by rank) each unit's score gains ``page_weight`` times its
         page's score minus the best page's: the ranked list is a reliable
         pointer to pages (Tessera §3.2). Cue rows (:mod:`pilar.packing.cues`)
         go first, at most one per :data:`CUE_TOKENS` tokens of ``budget``
-        (the packet's, in tokens; None: :data:`~pilar.packing.cues.MAX_CUE_UNITS`)."""
+        (the packet's, in tokens; None: :data:`~pilar.packing.cues.MAX_CUE_UNITS`).
+        Units whose support is in ``bridging`` (the units a multi-hop chain
+        runs through, :attr:`~pilar.model.RankedPage.bridging`) go first of
+        all, in page order: a reader follows the chain through them; with
+        any, the other units come page by page in turn."""
         if not units:
             return []
         q = tokens(question)
         plain = [u for _, u in units]
-        lexical, idf = _bm25(q, [u.completed_text for u in plain])
+        lexical, idf = bm25_with_idf(q, [u.completed_text for u in plain])
         named = self._key_scores(plain, lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
@@ -137,7 +127,25 @@ class UnitSelector:
                   for (rank, u, lex), r, b in zip(picked, rerank, prior)]
         scored.sort(key=lambda s: (-s.score, s.page_rank, s.unit.unit_id))
         limit = MAX_CUE_UNITS if budget is None else budget // CUE_TOKENS
-        return self._with_cues(question, units, lexical, scored, limit)
+        scored = self._with_cues(question, units, lexical, scored, limit)
+        if bridging:
+            scored = _by_page_in_turn(scored)
+        return self._with_bridging(units, lexical, scored, bridging)
+
+    def _with_bridging(self, units: list[tuple[int, Unit]], lexical: np.ndarray,
+                       scored: list[ScoredUnit], bridging: frozenset[str]) -> list[ScoredUnit]:
+        """``scored`` with the units of ``bridging`` supports moved or added
+        to the top, in page order, scored just above the best unit."""
+        pinned = [(rank, u, float(lex)) for (rank, u), lex in zip(units, lexical)
+                  if u.support_id in bridging]
+        if not pinned:
+            return scored
+        pinned.sort(key=lambda t: t[0])
+        top = scored[0].score if scored else 0.0
+        ids = {u.unit_id for _, u, _ in pinned}
+        lifted = [ScoredUnit(u, lex, top + 1e-3 * (len(pinned) - i), rank)
+                  for i, (rank, u, lex) in enumerate(pinned)]
+        return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
 
     def _key_scores(self, units: list[Unit], lexical: np.ndarray,
                     idf: dict[str, float]) -> np.ndarray:

@@ -21,6 +21,9 @@ entity's weight falls with the passages it occurs in).
 
 from __future__ import annotations
 
+import math
+import re
+
 from rapidfuzz import fuzz
 
 from pilar.config import Settings
@@ -28,7 +31,11 @@ from pilar.graph import GraphStore
 from pilar.ingest.names import normalise
 from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
+from pilar.retrieval.bridges import BridgeExpander, bridge_name, mark_bridging
 from pilar.retrieval.hybrid import HybridRetriever, beside
+
+_DIGIT = re.compile(r"\d")
+
 
 def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
                    limit: int = 5, collections: tuple[str, ...] | None = None
@@ -37,7 +44,9 @@ def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
     ``[(entity_id, matched name, score 0-100)]``, longest names first. A
     name or alias matches when it occurs in the question as whole words, or
     fuzzily (rapidfuzz partial ratio >= ``threshold``) for names of 6+
-    characters."""
+    characters without a digit (``QC-09`` and ``IR-ONT-24-131`` are other
+    things than ``QC-08`` and ``IR-ONT-24-117``: a name with a number
+    matches only as written)."""
     q = f" {normalise(question)} "
     found: dict[str, tuple[str, float]] = {}
     for entity in graph.entity_candidates(
@@ -47,7 +56,7 @@ def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
             if len(n) < 3:
                 continue
             score = 100.0 if f" {n} " in q else (
-                fuzz.partial_ratio(n, q) if len(n) >= 6 else 0.0)
+                fuzz.partial_ratio(n, q) if len(n) >= 6 and not _DIGIT.search(n) else 0.0)
             if score >= threshold and score > found.get(entity.entity_id, ("", -1))[1]:
                 found[entity.entity_id] = (name, score)
     ranked = sorted(found.items(), key=lambda kv: (-kv[1][1], -len(kv[1][0]), kv[0]))
@@ -66,6 +75,7 @@ class GraphRetriever:
         self.index = index
         self.hybrid = hybrid
         self.s = settings
+        self.bridges = BridgeExpander(graph, index, hybrid, settings)
 
     def search(self, question: str, k: int, scope: Scope | None = None) -> list[RankedPage]:
         """The ``k`` best pages within ``scope`` after priors and gated
@@ -85,42 +95,63 @@ class GraphRetriever:
         for p in shortlist:
             p.trace.update(seed=p.page_id in seed_ids, expanded=False)
         by_id = {p.page_id: p for p in shortlist}
-        entities, hubs, reached = reaching.result()
+        entities, hubs, reached, counts = reaching.result()
+        if s.specific_entities and entities:  # a field label ("Length overall") names no thing
+            labels = {eid for eid, name, _ in entities
+                      if " " in name.strip() and not bridge_name(eid, name)}
+            if labels:
+                reached = {kind: {pid: path for pid, path in pages.items()
+                                  if path[0].removeprefix("entity:") not in labels}
+                           for kind, pages in reached.items()}
         sectioned = [p.page_id for p in pool] if s.same_section_bonus else []
         with beside(self.graph.page_sections, sectioned) as sections:
             if entities:
                 alias = {**reached["mention"], **reached["alias"]}
                 self._expand(question, by_id, [("alias", alias, s.alias_bonus),
                                                ("graph", reached["assertion"], s.graph_bonus)],
-                             seed_ids, scope)
+                             set() if s.specific_entities else seed_ids, scope,
+                             counts if s.specific_entities else None)
         self._local_prior(pool, seeds, sections.result())
+        if s.max_hops:
+            naming: dict[str, set[str]] = {}
+            names = {eid for eid, name, _ in entities if bridge_name(eid, name)}
+            for kind in ("mention", "alias"):
+                for pid, path in (reached or {}).get(kind, {}).items():
+                    if path[0].removeprefix("entity:") in names:
+                        naming.setdefault(pid, set()).update(
+                            step[8:] for step in path if step.startswith("support:"))
+            hops = self.bridges.expand(question, self.hybrid.embedder.query(question), by_id,
+                                [(eid, name) for eid, name, _ in entities + hubs], naming, scope)
         if entities or hubs:
             for p in by_id.values():
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
                 if hubs:
                     p.trace["hub_entities"] = [f"{name} ({eid})" for eid, name, _ in hubs]
-        ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))
-        return ranked[:k]
+        ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))[:k]
+        if s.max_hops:
+            mark_bridging(ranked, hops)
+        return ranked
 
     def _reached(self, question: str, scope: Scope | None = None
                  ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, float]],
-                            dict | None]:
+                            dict | None, dict[str, int]]:
         """The entities of the scope's collections the question names
         (:func:`query_entities`) that are not hubs, the hubs (mentioned on
-        more than ``hub_pages`` pages, :meth:`GraphStore.mention_pages`), and
-        the pages the graph reaches from the former
-        (:meth:`GraphStore.expansion_pages`; None without any)."""
+        more than ``hub_pages`` pages, :meth:`GraphStore.mention_pages`), the
+        pages the graph reaches from the former
+        (:meth:`GraphStore.expansion_pages`; None without any) and the pages
+        mentioning each named entity."""
         named = query_entities(question, self.graph, self.s.entity_match,
                                collections=scope.collections if scope else None)
         if not named:
-            return named, [], None
+            return named, [], None, {}
         pages = self.graph.mention_pages([e for e, _, _ in named])
         entities = [e for e in named if pages[e[0]] <= self.s.hub_pages]
         hubs = [e for e in named if pages[e[0]] > self.s.hub_pages]
         if not entities:
-            return entities, hubs, None
+            return entities, hubs, None, pages
         return entities, hubs, self.graph.expansion_pages([e for e, _, _ in entities],
-                                                          self.s.expansion_limit)
+                                                          self.s.expansion_limit), pages
 
     def _local_prior(self, pool: list[RankedPage], seeds: list[RankedPage],
                      sections: dict[str, set[tuple[str, ...]]]) -> None:
@@ -143,10 +174,14 @@ class GraphRetriever:
 
     def _expand(self, question: str, by_id: dict[str, RankedPage],
                 kinds: list[tuple[str, dict[str, list[str]], float]], seed_ids: set[str],
-                scope: Scope | None = None) -> None:
+                scope: Scope | None = None, counts: dict[str, int] | None = None) -> None:
         """For each ``(kind, reached, bonus)`` in turn, add ``bonus`` to the
         pages ``reached`` (``{page_id: path}``) whose dense score passes the
-        gate; pages outside the shortlist enter as expanded pages. One dense
+        gate; pages outside the shortlist enter as expanded pages. With
+        ``counts`` (``{entity_id: pages mentioning it}``) the bonus is scaled
+        by the specificity of the entity a path starts from, ``1 /
+        sqrt(pages)`` (HippoRAG's node specificity: "Length overall", on the
+        particulars of every ship, says less than a call sign). One dense
         lookup and one document read for all kinds together."""
         outside = list(dict.fromkeys(pid for _, reached, _ in kinds for pid in reached
                                      if pid not in by_id))
@@ -178,7 +213,9 @@ class GraphRetriever:
                                             trace={"base": base, "seed": False, "expanded": True})
                 page = by_id[pid]
                 if kind not in page.trace:
-                    self._bonus(page, kind, bonus)
+                    eid = reached[pid][0].removeprefix("entity:")
+                    self._bonus(page, kind, bonus if counts is None else
+                                round(bonus / math.sqrt(max(counts.get(eid, 1), 1)), 6))
                     page.trace.setdefault("paths", {})[kind] = reached[pid]
 
     @staticmethod

@@ -1,0 +1,121 @@
+"""Multi-hop chains: identifier codes made at ingest, the bridge read of the
+graph, and iterative bridge expansion with its packet (PILAR §3.4), on real
+documents of ``../shared/data/multihop2``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pilar import Pilar
+from pilar.ingest import parse
+from pilar.ingest.codes import code_entities, code_key, codes
+from pilar.ingest.names import proper_name
+from pilar.model import Provenance, Support
+from pilar.retrieval.bridges import mention_context, names_matcher, siblings, title_key
+
+CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
+"""A 3-hop chain of multihop2: the incident names call VC-24-1183, the week-24
+berth schedule gives its vessel, the particulars its length overall."""
+DISTRACTORS = ["ont_vessel_schedule_w23", "corvassa_argent_particulars",
+               "ont_incident_ir_24_131", "ont_incident_ir_24_088"]
+"""The previous week's schedule, the sister ship, two other incident reports."""
+QUESTION = "What is the length overall of the vessel being worked during incident IR-ONT-24-117?"
+
+
+def test_codes_are_identifiers_as_written_with_one_key():
+    text = ("During the discharge of vessel call VC-24-1183 the spreader on crane QC-09 failed; "
+            "reported by TVR. Container CVSU 481207 3 (VT 08.113), IMO 9811427, EUR 182.00, "
+            "USD 31,750, on 2024-06-16, firmware 2.4.0, Louis XIV.")
+    found = codes(text)
+    assert [s for s, _ in found] == ["VC-24-1183", "QC-09", "TVR", "CVSU 481207 3", "481207",
+                                     "VT 08.113", "IMO 9811427", "9811427"]
+    assert code_key("VSC-65") == code_key("VSC 65") == code_key("vsc65") == "VSC65"
+    assert codes("SAFETY AND HEALTH NOTICE FOR ONT") == []  # a heading in capitals
+
+
+def test_code_entities_are_one_per_key_mentioned_where_they_occur():
+    supports = [Support(f"d:1:s{i}", "d", kind, text, Provenance(f"d:p{i}", "d", 1))
+                for i, (kind, text) in enumerate([
+                    ("paragraph", "Crane QC-09 stopped; QC-10 took over."),
+                    ("row", "QC 09 | VSC-65 | KTL-40")], 1)]
+    by_id = {e.entity_id: e for e in code_entities(supports)}
+    assert set(by_id) == {"code:qc09", "code:qc10", "code:vsc65", "code:ktl40"}
+    assert by_id["code:qc09"].mentions == ("d:1:s1", "d:1:s2")
+    assert by_id["code:qc09"].type == "code"
+    assert set((by_id["code:qc09"].name, *by_id["code:qc09"].aliases)) == {"QC-09", "QC 09"}
+
+
+def test_proper_names_siblings_and_mentions():
+    assert proper_name("Skelmar Tonnage AS") and proper_name("Port of Ostrevik")
+    assert not proper_name("Length overall") and not proper_name("Operator (time charterer)")
+    assert not proper_name("Corvassa")
+    ardent = (title_key("MV Corvassa Ardent – Vessel particulars"), frozenset())
+    argent = (title_key("MV Corvassa Argent – Vessel particulars"), frozenset())
+    tariff = (title_key("Port of Ostrevik – Port tariff 2024"), frozenset())
+    assert siblings(ardent, argent) and not siblings(ardent, tariff)
+    assert siblings((title_key("ONT terminal handling charges 2023"), frozenset()),
+                    (title_key("ONT terminal handling charges 2024"), frozenset()))
+    match = names_matcher(["VSC-65", "Corvassa Ardent"])
+    assert match("model vsc 65 fitted") and match("MV CORVASSA ARDENT") and not match("VSC-651")
+
+
+def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data: Path):
+    """The contract of GraphStore.bridges on every backend."""
+    docs = {n: parse(shared_data / "multihop2" / f"{n}.html")
+            for n in ["ont_incident_ir_24_117", "ont_vessel_schedule_w24",
+                      "ont_vessel_schedule_w23"]}
+    for parsed in docs.values():
+        graph_store.write_document(parsed)
+    incident = docs["ont_incident_ir_24_117"]
+    details = [s.support_id for s in incident.supports if "VC-24-1183" in s.text]
+    found = {b.entity_id: b for b in graph_store.bridges(details, 10, 20)}
+    call, crane = found["code:vc241183"], found["code:qc09"]
+    assert call.name == "VC-24-1183" and set(call.supports) <= set(details)
+    assert call.documents == 2 and crane.documents == 3
+    w24 = docs["ont_vessel_schedule_w24"]
+    reached = {pid for pid, _, _ in call.pages}
+    assert reached == {incident.pages[0].page_id, w24.pages[0].page_id}
+    sid = next(s for pid, s, _ in call.pages if pid == w24.pages[0].page_id)
+    assert "VC-24-1183" in next(s.text for s in w24.supports if s.support_id == sid)
+    capped = {b.entity_id: b for b in graph_store.bridges(details, 2, 20)}
+    assert capped["code:qc09"].documents == 3 and capped["code:qc09"].pages == []
+    assert capped["code:vc241183"].pages  # two documents: within the cap
+
+
+@pytest.fixture(scope="module")
+def chain_store(shared_data: Path, tmp_path_factory) -> Pilar:
+    p = Pilar(home=tmp_path_factory.mktemp("chain"))
+    results = p.ingest([shared_data / "multihop2" / f"{n}.html" for n in CHAIN + DISTRACTORS])
+    assert [r.status for r in results] == ["ingested"] * 7
+    return p
+
+
+def test_multi_hop_search_follows_the_chain_before_its_distractors(chain_store: Pilar):
+    hit = chain_store.search(QUESTION, budget=1024, k=5, profile="multi-hop")
+    stems = [Path(p.source).stem for p in hit.pages]
+    assert stems[:3] == CHAIN
+    path = hit.pages[2].trace["bridge_path"]
+    assert path[0] == "question" and path[-1] == CHAIN[2]
+    assert "VC-24-1183 (unit of ont_incident_ir_24_117)" in path
+    assert "Corvassa Ardent (unit of ont_vessel_schedule_w24)" in path
+    # the packet carries the unit each hop runs through, and the answer
+    lines = hit.packet.text.splitlines()
+    assert any("VC-24-1183" in line and "Corvassa Ardent" in line for line in lines)
+    assert "366.0 m" in hit.packet.text
+    # without bridges the schedule, which shares no word with the question, is not in the top 3
+    single = chain_store.search(QUESTION, budget=1024, k=5, profile="single-shot")
+    assert CHAIN[1] not in [Path(p.source).stem for p in single.pages[:3]]
+
+
+def test_mention_context_is_the_column_or_the_words_before():
+    from pilar.model import Unit
+
+    row = Unit("u1", "d", 1, "row", "VC-24-1183 | Corvassa Ardent | CVL", "", "s1",
+               headers=("Call ID", "Vessel", "Operator"),
+               cells=("VC-24-1183", "Corvassa Ardent", "CVL"))
+    assert mention_context(row, "Corvassa Ardent") == "Vessel Corvassa Ardent"
+    text = Unit("u2", "d", 1, "paragraph", "during the discharge of vessel call VC-24-1183, one",
+                "", "s2")
+    assert mention_context(text, "VC-24-1183") == "the discharge of vessel call , one"
