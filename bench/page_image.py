@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from results import emit
 
 
 def build_pdf(out: Path, runs: int) -> int:
@@ -72,10 +73,7 @@ def main() -> None:
               "cached_plain_cpu_s_median": round(statistics.median(plain), 4),
               "cached_highlighted_cpu_s_median": round(statistics.median(lit), 4),
               "boxes": args.boxes, "repeat": args.repeat}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
+    emit(result, args.json)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ resident size grows by at most the budget).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import threading
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.hostile.make import cached  # noqa: E402
 from tests.serving import ApiServer, wait_job  # noqa: E402
+from results import emit  # noqa: E402
 
 TEAM_A = "team-a-key"
 QUERY = {"query": "what is the tallest building in kanpur?", "budget_tokens": 256}
@@ -153,10 +153,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     fig = run(args.uncapped, args.memory)
-    print(json.dumps(fig, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(fig, indent=2))
+    emit(fig, args.json)
 
 
 if __name__ == "__main__":

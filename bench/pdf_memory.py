@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from results import emit
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 
@@ -106,10 +108,7 @@ def main() -> None:
         raise SystemExit(proc.stderr[-3000:])
     fig = {"pdf_pages": args.pages, "pdf_mb": round(size / 2**20, 1),
            **json.loads(proc.stdout.strip().splitlines()[-1])}
-    print(json.dumps(fig, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(fig, indent=2))
+    emit(fig, args.json)
 
 
 if __name__ == "__main__":
