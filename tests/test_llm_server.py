@@ -197,8 +197,12 @@ def test_api_answer_and_its_stream_from_the_real_server(examples_home, llm_base_
     names = [e for e, _ in events]
     assert names[-1] == "answer" and set(names[:-1]) == {"delta"} and len(names) > 2
     final = events[-1][1]
-    assert "".join(d["text"] for _, d in events[:-1]) == final["text"] == body["text"]
-    assert final["citations"] == body["citations"]  # greedy decoding: the same answer
+    assert "".join(d["text"] for _, d in events[:-1]) == final["text"] and final["text"].strip()
+    for c in final["citations"]:
+        assert c["citation"] == final["packet"]["citations"][c["n"] - 1]
+    # the same packet read by both (their texts are not compared: llama.cpp's reuse of a
+    # cached prompt prefix can change the greedy tokens of a 270M model between two calls)
+    assert final["packet"] == body["packet"]
 
 
 def test_eval_with_the_reader_reports_answer_figures(examples_home, llm_base_url, llm_tokenizer):
