@@ -127,6 +127,16 @@ def _counts(files: list[JobFile]) -> dict[str, int]:
     return out
 
 
+def _ended(files: list[JobFile]) -> tuple[str, str | None]:
+    """``(state, reason)`` of an ingest job whose files were all tried:
+    ``failed`` when none of them went in (the reason is the one file's, or
+    says how many failed), else ``done``."""
+    if files and all(f.status == "failed" for f in files):
+        return "failed", files[0].reason if len(files) == 1 else \
+            f"none of the {len(files)} files was ingested"
+    return "done", None
+
+
 class IngestWorker:
     """Runs queued jobs (ingest and evaluation) one after another in a
     daemon thread (the one writer of the embedded store within this process)."""
@@ -231,7 +241,7 @@ class IngestWorker:
             entry.seconds = round(result.seconds, 3)
             job.counts = _counts(job.files)
             self.store.save(job)
-        job.state = "done"
+        job.state, job.reason = _ended(job.files)
         self.store.save(job)
 
     def _reason(self, result, path: Path, name: str) -> str | None:

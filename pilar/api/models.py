@@ -266,9 +266,10 @@ class JobProgress(BaseModel):
 
 class Job(BaseModel):
     """A job of the server's worker. An ``ingest`` job is ``done`` when every
-    file was tried (each file has its own status and reason); an ``eval``
-    job shows its ``progress`` and, when ``done``, its ``report``. ``failed``:
-    the job itself could not finish (``reason``)."""
+    file was tried (each file has its own status and reason) and one went in,
+    ``failed`` when none did (``reason``: the one file's, or how many
+    failed); an ``eval`` job shows its ``progress`` and, when ``done``, its
+    ``report``. ``failed`` also: the job itself could not finish (``reason``)."""
 
     job_id: str
     kind: Literal["ingest", "eval"] = "ingest"

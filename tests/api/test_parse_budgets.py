@@ -49,11 +49,11 @@ def test_a_bomb_over_the_memory_budget_fails_its_job_and_the_server_answers(
         finally:
             stop.set()
             poller.join(60)
-        assert done["state"] == "done" and done["counts"] == {"failed": 1}
+        assert done["state"] == "failed" and done["counts"] == {"failed": 1}
         (entry,) = done["files"]
         assert entry["status"] == "failed" and entry["doc_id"] is None
-        assert entry["reason"] == ("over the 512 MiB parse memory limit "
-                                   "(PILAR_PARSE_MEMORY_BYTES)")
+        assert entry["reason"] == done["reason"] == ("over the 512 MiB parse memory limit "
+                                                     "(PILAR_PARSE_MEMORY_BYTES)")
         assert answers and set(answers) == {200}  # every search during the job answered
         assert server.proc.poll() is None
         # the parse ran in a worker: the server's process tree holds none now

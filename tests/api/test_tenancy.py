@@ -118,7 +118,8 @@ def test_a_failed_upload_leaves_no_bytes(served):
     with server.client(TEAM_A) as a:
         job = _stored(a, "truncated.pdf", b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog", "team-a")
     [f] = job["files"]
-    assert (job["state"], f["status"], f["name"]) == ("done", "failed", "truncated.pdf")
+    assert (job["state"], f["status"], f["name"]) == ("failed", "failed", "truncated.pdf")
+    assert job["reason"] == f["reason"]
     assert str(server.home) not in json.dumps(job)
     assert _files_under(uploads) == before
     assert not (uploads / job["job_id"]).exists()

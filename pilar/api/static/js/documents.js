@@ -102,7 +102,7 @@ function render(card, job) {
   const failed = files.filter((f) => f.status === "failed").length;
   fill(card.querySelector(".state"),
     `${job.state} · ${done}/${total}` + (failed ? ` · ${failed} failed` : "") +
-    (job.reason ? ` · ${job.reason}` : ""));
+    (job.reason && !files.some((f) => f.reason === job.reason) ? ` · ${job.reason}` : ""));
   if (!total) return;
   fill(card.querySelector("ul"), files.map((f) =>
     h(`li.${f.status === "failed" ? "failed" : PENDING.has(f.status) ? "pending" : "done"}`,
