@@ -390,7 +390,9 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
               f"model {escape(answer.model)}")
 
 
-_PARTS = ("adjacent", "same_section", "alias", "graph")
+_PARTS = ("adjacent", "same_section", "alias", "graph", "chain")
+"""Bonuses of a page's trace, in the order shown (``chain``: the multi-hop
+profile's score flowing along bridges; ``sibling_of_chain`` is subtracted)."""
 
 
 def _explain(pages, settings) -> None:
@@ -398,7 +400,10 @@ def _explain(pages, settings) -> None:
     wb, wd = settings.bm25_weight, settings.dense_weight
     for i, pg in enumerate(pages, 1):
         t = pg.trace
-        bonus = ", ".join(f"{k} +{t[k]:.3f}" for k in _PARTS if k in t) or "no bonus"
+        parts = [f"{k} +{t[k]:.3f}" for k in _PARTS if k in t]
+        if "sibling_of_chain" in t:
+            parts.append(f"sibling of a chained page -{t['sibling_of_chain']:.3f}")
+        bonus = ", ".join(parts) or "no bonus"
         flags = " ".join(f for f in ("seed", "expanded") if t.get(f))
         out.print(f"[bold]{i}. {escape(pg.title or pg.source)}[/] p.{pg.number}  "
                   f"score {pg.score:.3f} = base {t.get('base', pg.score):.3f} "
@@ -406,6 +411,8 @@ def _explain(pages, settings) -> None:
                   f"{'  [' + flags + ']' if flags else ''}")
         for kind, path in t.get("paths", {}).items():
             out.print(f"     {kind}: " + escape(" -> ".join(path)))
+        if t.get("bridge_path"):
+            out.print(f"     bridge (hop {t.get('hop')}): " + escape(" -> ".join(t["bridge_path"])))
         if t.get("gated"):
             out.print(f"     gated (dense < gate): {', '.join(t['gated'])}")
     if pages and pages[0].trace.get("query_entities"):

@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     max_unit_chars: int = Field(4000, ge=1)
     max_span: int = Field(1000, ge=1)
     pdf_password: str | None = None
-    pdf_max_pages: int = Field(5000, ge=1)
+    pdf_max_pages: int = Field(5000, ge=1, description="pages a PDF may have")
 
     # parse budgets (pilar.ingest.parallel): every file is parsed in a worker
     # process that is stopped past these

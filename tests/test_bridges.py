@@ -109,6 +109,21 @@ def test_multi_hop_search_follows_the_chain_before_its_distractors(chain_store: 
     assert CHAIN[1] not in [Path(p.source).stem for p in single.pages[:3]]
 
 
+def test_explain_shows_each_reached_page_s_bridge_path_and_chain_bonus(chain_store: Pilar):
+    from typer.testing import CliRunner
+
+    from pilar.cli import app
+
+    got = CliRunner().invoke(app, ["search", QUESTION, "--profile", "multi-hop", "--explain",
+                                   "--k", "5", "--home", str(chain_store.settings.home)],
+                             terminal_width=400)
+    assert got.exit_code == 0, got.output
+    line = next(ln for ln in got.output.splitlines() if "-> corvassa_ardent_particulars" in ln)
+    assert line.strip().startswith("bridge (hop 2): question -> ont_incident_ir_24_117 -> "
+                                   "VC-24-1183 (unit of ont_incident_ir_24_117)")
+    assert "chain +" in got.output  # the score the bridges passed on is in the sum shown
+
+
 def test_mention_context_is_the_column_or_the_words_before():
     from pilar.model import Unit
 

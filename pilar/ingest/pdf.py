@@ -103,7 +103,8 @@ def open_pdf(data: bytes, settings: Settings) -> pymupdf.Document:
     if n == 0:
         raise IngestError("no pages: the PDF's page tree is empty or unreadable")
     if n > settings.pdf_max_pages:
-        raise IngestError(f"{n} pages, over the {settings.pdf_max_pages}-page limit")
+        raise IngestError(f"{n} pages, over the {settings.pdf_max_pages}-page limit "
+                          "(PILAR_PDF_MAX_PAGES)")
     return pdf
 
 
