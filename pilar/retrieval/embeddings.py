@@ -191,7 +191,7 @@ class Embedder:
         first time for this model under :attr:`onnx_dir`) on first use; None
         without :attr:`onnx_dir` or when the model cannot run there (logged
         once). Raises :class:`ConfigError` when the model cannot be loaded
-        for the export."""
+        (for the export, or for the fallback: no warning then)."""
         if not self._onnx_tried:
             with self.lock:
                 if not self._onnx_tried:
@@ -213,6 +213,9 @@ class Embedder:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure: fall back, in one line
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            # the fallback needs the model: one that cannot load says so (ConfigError)
+            # rather than this warning
+            self.model  # noqa: B018
             log.warning("query encoder: ONNX Runtime not used for %s (%s); questions are "
                         "embedded with sentence-transformers", self.model_name, first)
             return None
