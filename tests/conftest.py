@@ -13,6 +13,16 @@ SHARED_DATA = Path(os.environ.get("PILAR_SHARED_DATA", ROOT.parent / "shared" / 
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def models_dir(tmp_path_factory) -> Path:
+    """One folder of exported query encoders for the whole session
+    (``PILAR_MODELS_DIR``, inherited by subprocesses): the model is exported
+    for ONNX Runtime once, not once per fresh home."""
+    folder = tmp_path_factory.mktemp("models")
+    os.environ["PILAR_MODELS_DIR"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the checkout (real corpora); required."""

@@ -45,8 +45,10 @@ def pilar(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Run:
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment ``pilar`` runs in: this tree on PYTHONPATH, offline
-    models, 200 columns, no PILAR_* settings of the caller's, then ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PILAR_")}
+    models, 200 columns, no PILAR_* settings of the caller's but the session's
+    exported models (PILAR_MODELS_DIR, conftest), then ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PILAR_") or k == "PILAR_MODELS_DIR"}
     env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                COLUMNS="200")
     return env | (extra or {})

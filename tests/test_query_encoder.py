@@ -1,0 +1,160 @@
+"""The query encoder on ONNX Runtime (pilar.retrieval.query_encoder): the
+real packaged MiniLM exported once, its vectors against sentence-transformers'
+on real WTQ dev questions, its tokenizer against the transformers one, the
+fallback, and a search in a fresh process that never imports torch."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lxml import html
+
+from pilar import Pilar
+from pilar.config import DEFAULT_EMBEDDING_MODEL
+from pilar.retrieval.embeddings import Embedder, resolve_model_path
+from pilar.retrieval.query_encoder import CountingTokenizer, ModelLayout, QueryEncoderError
+from tests.conftest import FIXTURES, ROOT
+
+MIN_COSINE = 0.999
+
+
+@pytest.fixture(scope="module")
+def dev_questions(shared_data: Path) -> list[str]:
+    """50 WTQ dev questions (fixed-seed sample)."""
+    with open(shared_data / "wtq" / "dev" / "questions.tsv", encoding="utf-8") as f:
+        rows = [r["question"] for r in csv.DictReader(f, delimiter="\t")]
+    return random.Random(33).sample(rows, 50)
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> Embedder:
+    return Embedder()
+
+
+@pytest.fixture(scope="module")
+def layout() -> ModelLayout:
+    return ModelLayout.read(resolve_model_path(DEFAULT_EMBEDDING_MODEL))
+
+
+def test_layout_of_the_packaged_model(layout: ModelLayout):
+    assert (layout.max_seq_length, layout.pooling) == (256, "mean")
+    assert layout.tokenizer_file.name == "tokenizer.json"
+
+
+def test_onnx_query_vectors_match_sentence_transformers(dev_questions, torch_embedder,
+                                                        models_dir: Path):
+    onnx = Embedder(onnx_dir=models_dir)
+    assert onnx.query_encoder is not None  # not a silent fallback
+    ours = np.stack([onnx.query(q) for q in dev_questions])
+    theirs = np.stack([torch_embedder.query(q) for q in dev_questions])
+    assert ours.shape == theirs.shape == (50, 384) and ours.dtype == np.float32
+    cosines = (ours * theirs).sum(axis=1) / (np.linalg.norm(ours, axis=1)
+                                             * np.linalg.norm(theirs, axis=1))
+    assert cosines.min() >= MIN_COSINE, cosines.min()
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    # a primed (padded) batch gives the vectors of one question at a time
+    primed = Embedder(onnx_dir=models_dir, batch_size=16)
+    primed.prime(dev_questions)
+    batched = np.stack([primed._queries[q] for q in dev_questions])
+    assert float((batched * ours).sum(axis=1).min()) >= 1 - 1e-5
+
+
+def test_export_is_keyed_by_model_and_version(layout: ModelLayout, tmp_path: Path,
+                                              models_dir: Path):
+    Embedder(onnx_dir=models_dir).query("which city?")
+    key = layout.key(DEFAULT_EMBEDDING_MODEL)
+    assert [p.name for p in models_dir.iterdir()] == [f"{key}.onnx"]
+    assert key.startswith(f"{DEFAULT_EMBEDDING_MODEL}-")
+    assert ModelLayout.read(layout.transformer).key(DEFAULT_EMBEDDING_MODEL) == key
+    # another version of the model (one file changed) is another file
+    other = tmp_path / "minilm"
+    shutil.copytree(layout.transformer, other,
+                    copy_function=lambda src, dst: os.symlink(src, dst))
+    (other / "config.json").unlink()
+    shutil.copy(layout.transformer / "config.json", other / "config.json")
+    with open(other / "config.json", "a") as f:
+        f.write("\n")
+    assert ModelLayout.read(other).key(DEFAULT_EMBEDDING_MODEL) != key
+
+
+def test_counting_tokenizer_matches_the_transformers_tokenizer(layout, torch_embedder,
+                                                                wtq_pages: Path):
+    texts = []
+    for page in sorted(wtq_pages.glob("*.html"))[:40]:
+        body = html.fromstring(page.read_bytes()).text_content()
+        texts += [" ".join(body.split()[i:i + 300]) for i in range(0, 1200, 300)]
+    texts = [t for t in texts if t] + ["Ünïcode — “quotes” 東京 x" * 3, "  spaced  out  "]
+    ours = CountingTokenizer(layout)
+    theirs = torch_embedder.model.tokenizer
+    kw = dict(add_special_tokens=False, truncation=False, verbose=False)
+    mine, ref = ours(texts, **kw), theirs(texts, **kw)
+    assert mine["input_ids"] == ref["input_ids"]
+    assert max(len(ids) for ids in mine["input_ids"]) > 256  # long texts, not truncated
+    one = ours(texts[0], return_offsets_mapping=True, **kw)
+    assert [list(o) for o in one["offset_mapping"]] == \
+        [list(o) for o in theirs(texts[0], return_offsets_mapping=True, **kw)["offset_mapping"]]
+    with pytest.raises(ValueError):
+        ours(texts[0], truncation=True)
+
+
+def test_a_model_the_encoder_cannot_run_is_refused(tmp_path: Path, layout: ModelLayout):
+    with pytest.raises(QueryEncoderError, match="not a local model folder"):
+        ModelLayout.read(tmp_path / "missing")
+    shutil.copytree(layout.transformer, tmp_path / "dense",
+                    copy_function=lambda src, dst: os.symlink(src, dst))
+    modules = json.loads((layout.transformer / "modules.json").read_text())
+    modules.append({"idx": 3, "name": "3", "path": "3_Dense",
+                    "type": "sentence_transformers.models.Dense"})
+    (tmp_path / "dense" / "modules.json").unlink()
+    (tmp_path / "dense" / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(QueryEncoderError, match="Dense"):
+        ModelLayout.read(tmp_path / "dense")
+
+
+def test_export_failure_falls_back_with_one_warning(tmp_path: Path, torch_embedder, caplog):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    embedder = Embedder(onnx_dir=blocked)
+    with caplog.at_level(logging.WARNING, logger="pilar"):
+        vecs = [embedder.query(q) for q in ("which city?", "how many goals?")]
+    assert embedder.query_encoder is None
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert warnings[0].getMessage().startswith("query encoder: ONNX Runtime not used")
+    assert float(vecs[0] @ torch_embedder.query("which city?")) > 1 - 1e-6
+    assert not list(tmp_path.glob("**/*.partial"))
+
+
+def test_search_in_a_fresh_process_does_not_import_torch(tmp_path: Path, models_dir: Path):
+    home = tmp_path / "home"
+    p = Pilar(home=home)
+    (r,) = p.ingest([FIXTURES / "corpus" / "204-903.html"])
+    assert r.status == "ingested"
+    p.search("who won the race?")  # exports the query encoder if the session has not yet
+    assert list(models_dir.glob("*.onnx"))
+    script = ("import json, sys\n"
+              "from pilar import Pilar\n"
+              f"p = Pilar(home={str(home)!r}, create=False)\n"
+              "r = p.search('who won the race?')\n"
+              "print(json.dumps({'pages': len(r.pages), 'items': len(r.packet.items),\n"
+              "                  'torch': sorted(m for m in sys.modules\n"
+              "                                  if m == 'torch' or m.startswith('torch.'))}))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "PILAR_MODELS_DIR": str(models_dir)}
+    env.pop("PILAR_QUERY_ENCODER", None)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["pages"] >= 1 and out["items"] >= 1
+    assert out["torch"] == []
