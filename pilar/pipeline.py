@@ -98,6 +98,7 @@ class Pilar:
         self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
         self._pages_lock = threading.Lock()
         self._retrievers: dict[str, GraphRetriever] = {}
+        self._retrievers_lock = threading.Lock()
         self._held_pages = False  # the store was seen holding pages (see search)
         self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache)
 
@@ -130,7 +131,7 @@ class Pilar:
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         profile = profile or self.settings.profile
-        with self._pages_lock:
+        with self._retrievers_lock:
             found = self._retrievers.get(profile)
             if found is None:
                 settings = self.settings.model_copy(update={"profile": profile}) \
