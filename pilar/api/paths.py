@@ -45,6 +45,8 @@ class Root:
     collections: frozenset[str] | None = None
 
     def open_to(self, access: Access) -> bool:
+        """May a caller of ``access`` read under this root (it is open to
+        every collection, the caller is unlimited, or they share one)?"""
         return (self.collections is None or access.collections is None
                 or bool(self.collections & access.collections))
 

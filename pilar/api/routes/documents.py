@@ -200,6 +200,8 @@ def routes(settings: Settings) -> APIRouter:
     @router.get("/documents/{doc_id}", response_model=DocumentOut)
     def get_document(pilar: PilarDep, caller: Caller, paths: PathsDep,
                      doc_id: str) -> DocumentOut:
+        """One document with its sources as the client may see them; 404
+        when there is none in the caller's collections."""
         doc = scoping.document(pilar, caller, doc_id)
         if doc is None:
             raise HTTPException(404, "no such document")
