@@ -115,16 +115,27 @@ class Settings(BaseSettings):
     # iterative bridge expansion (PILAR §3.4 multi-hop; pilar.retrieval.bridges)
     max_hops: int = Field(3, ge=0, le=6, description="bridge hops after the question's own pages "
                                                       "(0 = none)")
-    bridge_bonus: float = Field(0.3, ge=0, le=1, description="share of a linked page's score "
-                                "a bridge of weight 1 passes on (both ways, three rounds)")
+    bridge_frontier: int = Field(3, ge=1, description="chains start from this many best "
+                                 "documents, and as many of the best naming the question's "
+                                 "entities")
+    bridge_units: int = Field(25, ge=1, description="units of a chain's last page whose entities "
+                              "are bridge candidates (the most relevant, and as many naming the "
+                              "bridge that reached it)")
+    bridge_beam: int = Field(12, ge=1, description="chains kept after each hop")
+    bridge_cost: float = Field(0.2, ge=0, le=1, description="what a chain pays per unit of a "
+                               "bridge's log weight")
     unasked: float = Field(0.3, gt=0, le=1, description="weight kept by a bridge whose context "
-                           "(column, words before it) holds no word of the question")
+                           "(column, words before it) holds no word the question asks with")
+    off_bridge: float = Field(0.2, gt=0, le=1, description="weight kept by a bridge leaving a "
+                              "chain's page from a unit that is not about the entity the chain "
+                              "came through (another row of the register)")
+    chain_bonus: float = Field(0.3, ge=0, le=2, description="score a page gains per unit of "
+                               "chain mass (its share of each hop's chains, summed over hops)")
+    chain_temperature: float = Field(0.1, gt=0, description="softmax temperature of chain "
+                                     "scores when each hop's chain mass is shared out")
     sibling_weight: float = Field(0.5, ge=0, le=1, description="score kept by a page of the same "
-                                  "kind as a chain's page (a sister ship, another version) that "
-                                  "no chain holds")
-    bridge_frontier: int = Field(3, ge=1, description="documents each hop starts from")
-    bridge_units: int = Field(6, ge=1, description="units of each frontier page whose entities "
-                                                   "are bridge candidates")
+                                  "kind as the best chain's (a sister ship, another version) "
+                                  "that no chain holds, or a version the question does not name")
     bridge_documents: int = Field(10, ge=1, description="a bridge mentioned in more documents is "
                                                         "a hub: it leads nowhere")
     bridge_pages: int = Field(20, ge=1, description="pages read per bridge")

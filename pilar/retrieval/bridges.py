@@ -1,57 +1,62 @@
 """Iterative bridge expansion: the documents of a multi-hop chain reached
 through the entities their units name (PILAR §3.4, multi-hop profile; node
-specificity and score propagation after HippoRAG's personalised PageRank).
+specificity after HippoRAG, chains searched with a beam and ranked by the
+share of the chains that hold each page).
 
 A question names the first document of a chain (an incident report by its
 number); the next document is reached through an entity the question never
-names but the first document's relevant unit does (the crane ``QC-09`` in
-the incident's account, then the crane's model code ``VSC-65`` in the
-equipment register's ``QC-09`` row, then the datasheet carrying that code).
+names but the first document's unit does (the crane ``QC-09`` in the
+incident's account, then the crane's model code ``VSC-65`` in the equipment
+register's ``QC-09`` row, then the datasheet carrying that code).
 
-The hops start from the *frontier*: the ``bridge_frontier`` best pages by
-score and as many of the best pages naming the question's codes or proper
-names (one page per document each). Each hop:
+Chains start from the ``bridge_frontier`` best pages (one per document)
+and as many of the best pages naming the question's codes or names. Each
+hop grows every chain of the beam by one page:
 
-1. ranks each frontier page's evidence units by their relevance to the
-   question (0.5 BM25 over the page's units, min-max normalised, + 0.5
-   cosine of the unit's run vector), raised a third of the way to 1 for a
-   unit naming the entity that brought the page (its bridging unit) or an
-   entity the question names; the best ``bridge_units`` are the anchors;
-2. reads the entities the anchors mention and where they lead
-   (:meth:`GraphStore.bridges`, one read per hop). A *bridge* is a code
+1. *anchors*: the units of each chain's last page whose entities may lead
+   on: the ``bridge_units`` most relevant to the question (0.5 BM25 over the
+   page's units, min-max normalised, + 0.5 cosine of the unit's run vector)
+   and as many of those naming the entity that brought the page (the
+   question's names on a start), whatever their relevance;
+2. *bridges*: the entities the anchors mention and the pages they lead to
+   (:meth:`GraphStore.bridges`, one read per hop). A bridge is a code
    (:mod:`pilar.ingest.codes`) or a proper name of two or more words
    (:func:`~pilar.ingest.names.proper_name`: "Length overall" on the
    particulars of every ship is a field, not a thing) that the question
-   does not name, no earlier hop used, and at most ``bridge_documents``
-   documents mention (more: a hub, it leads nowhere). Its weight is its
-   specificity ``1 / sqrt(documents - 1)`` (an entity two documents share
-   links them more surely than one ten share) times ``0.5 + 0.5 x`` the
-   anchor's relevance, times ``unasked`` unless the question *asks* for it:
-   a word of the question in the bridge's context, the column it sits in
-   or the words just before it ("the *vessel* being worked" meets
-   ``vessel call VC-24-1183``; "the *operator*" meets the ``Operator``
-   column);
-3. keeps, for each page a bridge reaches, the best chain to it (the
-   chain's start score plus ``bridge_bonus`` times the sum of its bridges'
-   log weights), never two pages of one kind in one chain (:func:`siblings`:
-   from an incident report to another one, from a tariff to its superseded
-   version) and never a cycle; a reached page outside the shortlist is
-   scored like one (dense cosine, BM25 normalised over the shortlist's
-   range);
-4. the new pages with the strongest links are the next frontier; the hops
-   stop after ``max_hops`` or when a hop adds no page.
+   does not name and at most ``bridge_documents`` documents mention (more:
+   a hub, it leads nowhere). Its weight is its specificity ``1 /
+   sqrt(documents - 1)`` (an entity two documents share links them more
+   surely than one ten share), times ``unasked`` unless the question *asks*
+   for it (a word the question asks with, not one that names its start, in
+   the column the bridge sits in or the words just before it: "the
+   *vessel* being worked" meets ``vessel call VC-24-1183``, "the
+   *spreader* on the crane" the ``Spreader`` column), times ``off_bridge``
+   when the anchor is not about what the chain came through (another row
+   of the register than the one naming ``QC-09``; the rows of a two-column
+   record all are, and on a start every unit is unless the question's
+   entity is named only in register rows);
+3. *chains*: a chain's score is its first page's score plus its last
+   page's plus ``bridge_cost`` times the sum of its bridges' log weights
+   (the pages between are lookups, sharing no word with the question); a
+   chain never holds two documents of one kind (:func:`siblings`: an
+   incident report and another one, a tariff and its superseded version),
+   a version the question does not name (:func:`_names_version`: "the 2024
+   tariff", not the 2023 one), one document twice or one bridge twice. The
+   ``bridge_beam`` best go on to the next hop; the hops stop after
+   ``max_hops`` or when no chain grows.
 
-Ranking: scores flow along the links, both ways, three rounds: a page gains
-``bridge_bonus`` times the sum of (link weight x linked page's score), so
-the middle of a chain, which shares no word with the question, rises with
-the pages it joins. Then a page of the same kind as a chained page (the
-sister ship, the other week's schedule, the other incidents) that no chain
-holds keeps ``sibling_weight`` of its score: the chain has picked which of
-them the question means. Every chained page's trace names its path, hop by
-hop: ``question -> ont_incident_ir_24_117 -> QC-09 (unit of
-ont_incident_ir_24_117) -> ont_equipment_register``, and the pages of a
-hop the question asks for carry its units in ``bridging``
-(:func:`mark_bridging`), which packing puts first.
+Ranking: each hop's chains share out one unit of *chain mass*, by a
+softmax of their scores (``chain_temperature``), to the pages they hold; a
+page gains ``chain_bonus`` times its mass summed over the hops, so the pages
+that many good chains pass through (the register between the incident and
+the datasheet) rise, and a page the links alone reach (a sibling model's
+datasheet with the same words) does not. A page of the same kind as a page
+of the best chain that no chain holds, or a version the question does not
+name, keeps ``sibling_weight`` of its score. Every chained page's trace
+names its path in its best chain, hop by hop: ``question ->
+ont_incident_ir_24_117 -> QC-09 (unit of ont_incident_ir_24_117) ->
+ont_equipment_register``; the pages of a hop the question asks for carry
+its units in ``bridging`` (:func:`mark_bridging`), which packing puts first.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -189,12 +194,9 @@ class Hop:
     """How a page joined a chain: the ``bridge`` entity (id and name), the
     ``support`` on the page that names it (its bridging unit), the page the
     hop started from (``source``) and the anchor there (``source_support``),
-    the hop number, the bridge's weight, whether the question asks for it
-    (``asked``: a word of the question in the bridge's context, the column
-    it sits in or the words before it), ``prefix`` (the sum of the log
-    weights of the chain's bridges up to the page) and ``key`` (the chain's
-    start score plus ``bridge_bonus`` times ``prefix``: of the chains
-    reaching a page, the best is kept)."""
+    the hop number, the bridge's weight (see the module docstring) and
+    whether the question asks for it (``asked``: a word of the question in
+    the bridge's context, the column it sits in or the words before it)."""
 
     bridge: str
     name: str
@@ -204,8 +206,55 @@ class Hop:
     hop: int
     weight: float
     asked: bool = False
-    prefix: float = 0.0
-    key: float = 0.0
+
+
+@dataclass(slots=True)
+class Chain:
+    """Pages joined by bridges, in reasoning order: ``hops[i]`` joins
+    ``pages[i]`` to ``pages[i + 1]``; ``score`` is the first page's score
+    (a start alone: just that), plus the last page's, plus ``bridge_cost``
+    times the sum of the bridges' log weights (the module docstring's step 3)."""
+
+    pages: tuple[str, ...]
+    hops: tuple[Hop, ...]
+    score: float
+
+
+_WORD = re.compile(r"[^\W_]+(?:[-./][^\W_]+)*")
+_DIGITS = re.compile(r"\d{3,}")
+
+
+def _naming_words(question: str, names: list[str]) -> set[str]:
+    """The words (stemmed) of the question's ``names`` and the word just
+    before each where the question writes it ("incident" of "incident
+    IR-ONT-24-131", "call" of "call VC-24-1190"): they say which thing the
+    question starts from, not what it asks of the next one."""
+    out = {t for n in names for t in tokens(n)}
+    for name in names:
+        pattern = _name_pattern(name)
+        for found in (pattern.finditer(question) if pattern is not None else ()):
+            before = question[:found.start()].split()[-1:]
+            out.update(tokens(" ".join(before)))
+    return out
+
+
+def _versions(text: str) -> frozenset[str]:
+    """What names a version or model in ``text``: its words holding a digit
+    (``2024``, ``TX-5``, ``CN-12/2024``), lower case, and their runs of
+    three or more digits (``VX-220`` is also ``220``)."""
+    words = {w.lower() for w in _WORD.findall(text) if any(c.isdigit() for c in w)}
+    return frozenset(words | {d for w in words for d in _DIGITS.findall(w)})
+
+
+def _names_version(named: frozenset[str], title: str, other: str) -> bool:
+    """Does the question (its :func:`_versions`, ``named``) name ``title``'s
+    version or model and not ``other``'s: a version of one title that the
+    other lacks is in the question, and none of the other's is? ("under the
+    2024 tariff": the 2024 tariff, not the 2023 one; "the VX-220 pump": the
+    Verta 220's datasheet, not the Verta 160's; "from 20 ft to 45 ft" names
+    neither TL-40 nor TL-45)."""
+    mine, theirs = _versions(title), _versions(other)
+    return bool((mine - theirs) & named) and not ((theirs - mine) & named)
 
 
 UNIT_PAGES = 512
@@ -251,22 +300,21 @@ class BridgeExpander:
     def expand(self, question: str, query: np.ndarray, by_id: dict[str, RankedPage],
                named: list[tuple[str, str]], naming: dict[str, set[str]],
                scope: Scope | None = None) -> dict[str, Hop]:
-        """Run the hops from the question's pages in ``by_id`` (the shortlist
+        """Search chains from the question's pages in ``by_id`` (the shortlist
         after the question-entity expansion, scores final so far), adding
-        reached pages to ``by_id`` and raising the scores of chained pages in
-        place (the Ranking of the module docstring). ``named``: ids of the
-        entities the question names (never bridges); ``naming``: ``{page_id:
-        support ids}`` of the supports that mention them. Returns ``{page_id:
-        Hop}`` for every page a chain holds (the bridging support of each is
-        what packing should carry)."""
+        reached pages to ``by_id`` and setting the scores of chained pages
+        and their siblings in place (the Ranking of the module docstring).
+        ``named``: ids of the entities the question names (never bridges);
+        ``naming``: ``{page_id: support ids}`` of the supports that mention
+        them. Returns ``{page_id: Hop}``: how each page a chain holds was
+        reached in the best chain holding it (its bridging support is what
+        packing should carry)."""
         s = self.s
         if s.max_hops < 1 or not by_id:
             return {}
         qterms = tokens(question)
-        blocked = {eid for eid, _ in named}
         names = [name for _, name in named]
-        asks = set(qterms) - {t for n in names for t in tokens(n)}
-        hops: dict[str, Hop] = {}
+        asks = set(qterms) - _naming_words(question, names)
         raw = [p.trace.get("bm25_raw", 0.0) for p in by_id.values() if not p.trace.get("expanded")]
         lo, hi = (min(raw), max(raw)) if raw else (0.0, 0.0)
         self._score(question, query, naming, by_id, scope, (lo, hi))
@@ -275,79 +323,137 @@ class BridgeExpander:
                              {p.doc_id for p in starts}, s.bridge_frontier)
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
         self._kinds([p.page_id for p in starts], by_id, kinds)
-        root = {p.page_id: p.page_id for p in starts}
-        links = {p.page_id: 0.0 for p in starts}  # sum of the links' log weights so far
-        frontier = starts
-        chained: set[str] = set()  # documents a hop reached (a start may still be reached)
+        superseded = self._superseded(question, by_id, kinds)
+        beam = [Chain((p.page_id,), (), p.score) for p in starts]
+        depths = [beam]
+        blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
-            anchors = self._anchors(frontier, hops, names, qterms, query)
+            into: dict[str, list[str]] = {}
+            for c in beam:
+                into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops else names)
+            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query)
             if not anchors:
                 break
             bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
-            reached = self._reached(bridges, anchors, blocked, chained, hop, asks)
+            reached = self._reached(bridges, anchors, blocked, hop, asks)
             self._score(question, query, reached, by_id, scope, (lo, hi))
             self._kinds([pid for pid in reached if pid in by_id], by_id, kinds)
-            options = []
-            for pid, found in reached.items():
-                if pid not in by_id:
-                    continue
-                for h in found:
-                    h.prefix = links[h.source] + math.log(max(h.weight, 1e-6))
-                    h.key = by_id[root[h.source]].score + s.bridge_bonus * h.prefix
-                    options.append((pid, h))
-            new: dict[str, Hop] = {}
-            for pid, h in sorted(options, key=lambda t: (-t[1].key, t[0], t[1].source)):
-                if pid in new:
-                    continue
-                path = self._chain(h.source, {**hops, **new})
-                if pid in path or any(siblings(kinds[pid], kinds[x]) for x in path):
-                    continue  # no cycle, no two siblings in one chain
-                new[pid] = h
-            if not new:
+            grown = self._grow(beam, names, reached, by_id, kinds, superseded)
+            if not grown:
                 break
-            hops.update(new)
-            for pid in [*root, *new]:  # a start a hop reached moves under that hop's chain
-                path = self._chain(pid, hops)
-                root[pid] = path[-1]
-                links[pid] = sum(math.log(max(hops[x].weight, 1e-6)) for x in path[:-1])
-            frontier = self._best((by_id[pid] for pid in new), chained, s.bridge_frontier,
-                                  key=lambda p: links[p.page_id] + 0.5 * p.score)
-            chained |= {by_id[pid].doc_id for pid in new}
-            blocked |= {h.bridge for h in new.values()}
-        self._rank(hops, starts, by_id, kinds)
-        return hops
+            beam = grown
+            depths.append(beam)
+        return self._rank(depths, by_id, kinds, superseded)
 
-    def _rank(self, hops: dict[str, Hop], starts: list[RankedPage],
-              by_id: dict[str, RankedPage], kinds: dict[str, tuple[str, frozenset[str]]]
-              ) -> None:
-        """Raise the pages that chains join and lower the siblings they
-        leave (the Ranking of the module docstring); write each chained
-        page's path in its trace."""
+    def _grow(self, beam: list["Chain"], names: list[str], reached: dict[str, list[Hop]],
+              by_id: dict[str, RankedPage], kinds: dict[str, tuple[str, frozenset[str]]],
+              superseded: set[str]) -> list["Chain"]:
+        """The ``bridge_beam`` best chains one hop longer than those of
+        ``beam`` (step 3 of the module docstring): each chain grown by every
+        page a bridge of its last page reaches (``reached``), in a document
+        the chain does not hold, of no kind it holds and not
+        ``superseded``, through a bridge it has not used; a bridge leaving
+        from a unit off the chain's bridge (:meth:`_on_bridge`; ``names``:
+        the question's, for a start) keeps ``off_bridge`` of its weight."""
         s = self.s
-        linked: dict[str, list[tuple[str, float]]] = {}
-        for pid, h in hops.items():
-            linked.setdefault(pid, []).append((h.source, h.weight))
-            linked.setdefault(h.source, []).append((pid, h.weight))
-        own = {pid: by_id[pid].score for pid in linked}
-        score = dict(own)
-        for _ in range(3):
-            score = {pid: own[pid] + s.bridge_bonus * sum(w * score[q] for q, w in linked[pid])
-                     for pid in linked}
-        for pid, value in score.items():
+        by_source: dict[str, list[tuple[str, Hop]]] = {}
+        for pid, found in reached.items():
+            if pid in by_id:
+                for h in found:
+                    by_source.setdefault(h.source, []).append((pid, h))
+        grown: dict[tuple[str, ...], Chain] = {}
+        for c in beam:
+            used = {h.bridge for h in c.hops}
+            docs = {by_id[pid].doc_id for pid in c.pages}
+            on = self._on_bridge(c.pages[-1], [c.hops[-1].name] if c.hops else names,
+                                 bool(c.hops))
+            for pid, h in by_source.get(c.pages[-1], ()):
+                if h.bridge in used or by_id[pid].doc_id in docs or pid in superseded or any(
+                        siblings(kinds[pid], kinds[x]) for x in c.pages):
+                    continue
+                weight = h.weight * (1.0 if on is None or h.source_support in on
+                                     else s.off_bridge)
+                last = by_id[c.pages[-1]].score if c.hops else 0.0
+                score = (c.score - last + by_id[pid].score
+                         + s.bridge_cost * math.log(max(weight, 1e-6)))
+                key = c.pages + (pid,)
+                if key not in grown or score > grown[key].score:
+                    if weight != h.weight:
+                        h = replace(h, weight=round(weight, 4))
+                    grown[key] = Chain(key, c.hops + (h,), round(score, 6))
+        return sorted(grown.values(), key=lambda c: (-c.score, c.pages))[: s.bridge_beam]
+
+    def _superseded(self, question: str, by_id: dict[str, RankedPage],
+                    kinds: dict[str, tuple[str, frozenset[str]]]) -> set[str]:
+        """Pages of the ``2 * shortlist`` best whose sibling among them the
+        question names by version and they not (:func:`_names_version`):
+        no chain holds them and they keep ``sibling_weight`` of their score."""
+        named = _versions(question)
+        near = sorted(by_id.values(), key=lambda p: -p.score)[: 2 * self.s.shortlist]
+        if not named:
+            return set()
+        self._kinds([p.page_id for p in near], by_id, kinds)
+        return {p.page_id for p in near for q in near
+                if q is not p and siblings(kinds[p.page_id], kinds[q.page_id])
+                and _names_version(named, q.title, p.title)}
+
+    def _rank(self, depths: list[list["Chain"]], by_id: dict[str, RankedPage],
+              kinds: dict[str, tuple[str, frozenset[str]]], superseded: set[str]
+              ) -> dict[str, Hop]:
+        """Raise each page by its chain mass over the hops' beams
+        (``depths[h]``: the chains of ``h`` hops, best first; the Ranking of
+        the module docstring), lower the pages of the kind of the first
+        hop's best chain that no chain holds and the ``superseded``
+        versions, and write each chained page's path in its best chain in
+        its trace. The *lead* chain (the first hop's best, grown while the
+        next hop's best grows it, as far as its pages hold the first places
+        but one) takes the places its pages earned, in reasoning order. Returns ``{page_id: Hop}``: how each page was reached in
+        its best chain."""
+        s = self.s
+        mass: dict[str, float] = {}
+        held: dict[str, tuple[Chain, int]] = {}
+        for beam in depths[1:]:
+            top = beam[0].score
+            weights = [math.exp((c.score - top) / s.chain_temperature) for c in beam]
+            total = sum(weights)
+            for c, w in zip(beam, weights):
+                for i, pid in enumerate(c.pages):
+                    mass[pid] = mass.get(pid, 0.0) + w / total
+                    if i and (pid not in held or held[pid][0].score < c.score):
+                        held[pid] = (c, i)
+        hops: dict[str, Hop] = {}
+        for pid, m in mass.items():
             page = by_id[pid]
-            page.trace["chain"] = round(value - page.score, 6)
-            page.score = round(value, 6)
-        chained = set(hops) | {p.page_id for p in starts[:1]}
+            page.trace["chain"] = round(s.chain_bonus * m, 6)
+            page.score = round(page.score + s.chain_bonus * m, 6)
+        for pid, (c, i) in held.items():
+            page = by_id[pid]
+            hops[pid] = c.hops[i - 1]
+            page.trace["hop"] = i
+            page.trace["bridge_path"] = self._path(c, i, by_id)
+        lead: tuple[str, ...] = depths[1][0].pages if len(depths) > 1 else ()
+        for beam in depths[2:]:
+            if beam[0].pages[: len(lead)] != lead:
+                break
+            lead = beam[0].pages
+        order = {pid: n for n, pid in enumerate(
+            sorted(by_id, key=lambda pid: (-by_id[pid].score, pid))[: len(lead) + 1])}
+        while lead and any(pid not in order for pid in lead):
+            lead = lead[:-1]  # only a chain that holds the first places is put in order
+        slots = sorted((by_id[pid].score for pid in lead), reverse=True)
+        for pid, value in zip(lead, slots):  # the lead chain's places, in reasoning order
+            by_id[pid].score = value
+        held_pages = set(depths[1][0].pages) if len(depths) > 1 else set()
         near = sorted(by_id.values(), key=lambda p: -p.score)[: 2 * s.shortlist]
         self._kinds([p.page_id for p in near if p.page_id not in kinds], by_id, kinds)
         for pid, page in by_id.items():
-            if pid not in chained and pid in kinds and any(
-                    siblings(kinds[pid], kinds[c]) for c in chained if c in kinds):
+            if pid in mass or pid not in kinds:
+                continue
+            if pid in superseded or any(c in kinds and siblings(kinds[pid], kinds[c])
+                                        for c in held_pages):
                 page.trace["sibling_of_chain"] = round(page.score * (1 - s.sibling_weight), 6)
                 page.score = round(page.score * s.sibling_weight, 6)
-        for pid, h in hops.items():
-            by_id[pid].trace["hop"] = h.hop
-            by_id[pid].trace["bridge_path"] = self._path(pid, hops, by_id)
+        return hops
 
     def _kinds(self, page_ids: Iterable[str], by_id: dict[str, RankedPage],
                known: dict[str, tuple[str, frozenset[str]]]) -> None:
@@ -366,14 +472,6 @@ class BridgeExpander:
                 self._kind_cache.popitem(last=False)
 
     @staticmethod
-    def _chain(pid: str, hops: dict[str, Hop]) -> list[str]:
-        """The pages of the chain ending at ``pid``, from the end back to its start."""
-        path = [pid]
-        while path[-1] in hops:
-            path.append(hops[path[-1]].source)
-        return path
-
-    @staticmethod
     def _best(pages: Iterable[RankedPage], skip: set[str], n: int,
               key=None) -> list[RankedPage]:
         """The ``n`` best pages by ``key`` (default: score), one per
@@ -388,14 +486,17 @@ class BridgeExpander:
                     break
         return out
 
-    def _anchors(self, frontier: list[RankedPage], hops: dict[str, Hop],
-                 names: list[str], qterms: tuple[str, ...],
-                 query: np.ndarray) -> dict[str, tuple[float, str, Unit]]:
+    def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
+                 qterms: tuple[str, ...], query: np.ndarray
+                 ) -> dict[str, tuple[float, str, Unit]]:
         """``{support_id: (relevance 0-1, page_id, unit)}``: the units of each
-        frontier page a hop starts from (step 1 of the module docstring);
-        a unit names an entity when its text holds the entity's name as
-        words, or a code of the same key (every row of ``VC-24-1183``, not
-        only the first)."""
+        frontier page a hop starts from (step 1 of the module docstring):
+        the ``bridge_units`` most relevant, and as many of those naming an
+        entity of ``into[page_id]`` (the bridges that brought the page, the
+        question's names for a start), whatever their relevance. A unit
+        names an entity when its text holds the entity's name as words, or a
+        code of the same key (every row of ``VC-24-1183``, not only the
+        first)."""
         units = self._units_on([p.page_id for p in frontier])
         leaders = {}
         for us in units.values():
@@ -407,27 +508,48 @@ class BridgeExpander:
             if not us:
                 continue
             lexical = min_max(dict(enumerate(bm25_scores(qterms, [u.completed_text for u in us]))))
-            into = hops.get(page.page_id)
-            wanted = names_matcher([into.name] if into is not None else names)
-            scored = []
+            wanted = names_matcher(into.get(page.page_id, ()))
+            scored, bridging = [], []
             for i, u in enumerate(us):
                 vec = vectors.get(leaders.get(u.unit_id, ""))
                 dense = float(vec @ query) if vec is not None else 0.0
                 rel = 0.5 * lexical.get(i, 0.0) + 0.5 * max(dense, 0.0)
                 if wanted(u.text):
                     rel = (rel + 0.5) / 1.5
+                    bridging.append((rel, u.support_id, u))
                 scored.append((rel, u.support_id, u))
-            scored.sort(key=lambda t: (-t[0], t[1]))
-            for rel, sid, u in scored[: self.s.bridge_units]:
-                out[sid] = (rel, page.page_id, u)
+            for rows in (scored, bridging):
+                rows.sort(key=lambda t: (-t[0], t[1]))
+                for rel, sid, u in rows[: self.s.bridge_units]:
+                    out[sid] = (rel, page.page_id, u)
         return out
 
-    def _reached(self, bridges: list[Bridge], anchors: dict[str, tuple[float, str, Unit]],
-                 blocked: set[str], chained: set[str], hop: int,
-                 asks: set[str]) -> dict[str, list[Hop]]:
+    def _on_bridge(self, page_id: str, names: list[str], entered: bool) -> frozenset[str] | None:
+        """The supports of ``page_id`` a chain that came to it through
+        ``names`` may leave from at full weight (the others keep
+        ``off_bridge``), or None for all: on a page a bridge reached (``entered``),
+        the units naming it and the rows of the same record (a two-column
+        table of fields and values one row of which names it: a datasheet's
+        "Manufacturer" row is about the model its "Model code" row gives);
+        on a start, the rows naming the question's entity when all of them
+        are rows of a register (tables of more than two columns: the other
+        rows are other things), else all."""
+        units = self._units_on([page_id]).get(page_id, [])
+        wanted = names_matcher(names)
+        naming = [u for u in units if wanted(u.text)]
+        if not entered and (not naming or any(len(u.cells) <= 2 for u in naming)):
+            return None
+        records = {u.table_index for u in naming if len(u.cells) == 2}
+        return frozenset(u.support_id for u in units if wanted(u.text) or (
+            len(u.cells) == 2 and u.table_index in records))
+
+    def _reached(self, bridges: list[Bridge],
+                 anchors: dict[str, tuple[float, str, Unit]],
+                 blocked: frozenset[str], hop: int, asks: set[str]) -> dict[str, list[Hop]]:
         """``{page_id: [Hop, ...]}``: the bridges (step 2 of the module
-        docstring) to each page of a document outside ``chained``; ``asks``:
-        the question's words (stemmed) outside the names it gives."""
+        docstring) from each anchor's page to each page they reach, but for
+        those of ``blocked`` entities (the question's); ``asks``: the
+        question's words (stemmed) outside the names it gives."""
         s = self.s
         out: dict[str, list[Hop]] = {}
         for b in bridges:
@@ -435,18 +557,14 @@ class BridgeExpander:
                     or not bridge_name(b.entity_id, b.name):
                 continue
             spec = 1.0 / math.sqrt(max(b.documents - 1, 1))
-            by_source: dict[str, tuple[float, str, bool]] = {}
+            leaving = []  # every anchor naming it: which is on a chain's bridge is the chain's say
             for sid in b.supports:
                 if sid in anchors:
                     rel, source, unit = anchors[sid]
                     asked = bool(asks & set(tokens(mention_context(unit, b.name))))
-                    weight = spec * (0.5 + 0.5 * rel) * (1.0 if asked else s.unasked)
-                    if weight > by_source.get(source, (-1.0, "", False))[0]:
-                        by_source[source] = (weight, sid, asked)
+                    leaving.append((source, sid, spec * (1.0 if asked else s.unasked), asked))
             for pid, support, _ in b.pages:
-                if pid.rpartition(":")[0] in chained:
-                    continue
-                for source, (weight, sid, asked) in by_source.items():
+                for source, sid, weight, asked in leaving:
                     out.setdefault(pid, []).append(
                         Hop(b.entity_id, b.name, support, source, sid, hop, round(weight, 4),
                             asked))
@@ -478,12 +596,10 @@ class BridgeExpander:
                                      "seed": False, "expanded": True})
 
     @staticmethod
-    def _path(pid: str, hops: dict[str, Hop], by_id: dict[str, RankedPage]) -> list[str]:
-        """``["question", "QC-09 (unit of X)", "Y", ...]``: the hops that led to ``pid``."""
-        steps = []
-        while pid in hops:
-            h = hops[pid]
-            steps += [_label(by_id[pid]), f"{h.name} (unit of {_label(by_id[h.source])})"]
-            pid = h.source
-        steps += [_label(by_id[pid]), "question"]
-        return steps[::-1]
+    def _path(chain: "Chain", i: int, by_id: dict[str, RankedPage]) -> list[str]:
+        """``["question", "X", "QC-09 (unit of X)", "Y", ...]``: the hops of
+        ``chain`` up to its ``i``-th page."""
+        steps = ["question", _label(by_id[chain.pages[0]])]
+        for h, pid in zip(chain.hops[:i], chain.pages[1:i + 1]):
+            steps += [f"{h.name} (unit of {_label(by_id[h.source])})", _label(by_id[pid])]
+        return steps

@@ -28,6 +28,7 @@ from rapidfuzz import fuzz
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
+from pilar.ingest.codes import codes
 from pilar.ingest.names import normalise
 from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
@@ -46,11 +47,17 @@ def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
     fuzzily (rapidfuzz partial ratio >= ``threshold``) for names of 6+
     characters without a digit (``QC-09`` and ``IR-ONT-24-131`` are other
     things than ``QC-08`` and ``IR-ONT-24-117``: a name with a number
-    matches only as written)."""
+    matches only as written). Candidates are read by the question's words
+    (:meth:`GraphStore.entity_candidates`, 50) and by each code the question
+    writes (:func:`~pilar.ingest.codes.codes`, 3 each): among the 50 a call
+    number can lose to the names that share the question's common words."""
     q = f" {normalise(question)} "
     found: dict[str, tuple[str, float]] = {}
-    for entity in graph.entity_candidates(
-            question, 50, None if collections is None else list(collections)):
+    scope = None if collections is None else list(collections)
+    candidates = graph.entity_candidates(question, 50, scope)
+    for surface, _ in codes(question):  # a code is looked up as written, not among 50 by words
+        candidates += graph.entity_candidates(surface, 3, scope)
+    for entity in candidates:
         for name in (entity.name, *entity.aliases):
             n = normalise(name)
             if len(n) < 3:
