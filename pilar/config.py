@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     bridge_frontier: int = Field(3, ge=1, description="chains start from this many best "
                                  "documents, and as many of the best naming the question's "
                                  "entities")
-    bridge_units: int = Field(25, ge=1, description="units of a chain's last page whose entities "
+    bridge_units: int = Field(12, ge=1, description="units of a chain's last page whose entities "
                               "are bridge candidates (the most relevant, and as many naming the "
                               "bridge that reached it)")
     bridge_beam: int = Field(12, ge=1, description="chains kept after each hop")

@@ -66,7 +66,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,24 +87,37 @@ __all__ = ["BridgeExpander", "Hop", "bridge_name", "mark_bridging", "names_match
            "template"]
 
 
-@lru_cache(maxsize=4096)
-def _name_pattern(name: str) -> re.Pattern | None:
-    """A regex finding ``name`` as written or with other separators between
+def _name_regex(name: str) -> str | None:
+    """The regex finding ``name`` as written or with other separators between
     its letter and digit groups (``VSC-65``, ``VSC 65``, ``vsc65``;
-    ``Corvassa  Ardent``), case-insensitive, not inside a longer word."""
+    ``Corvassa  Ardent``), not inside a longer word; None for a name
+    without letters or digits."""
     parts = re.findall(r"[^\W\d_]+|\d+", name)
     if not parts:
         return None
-    return re.compile(r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, parts)) + r"(?![^\W_])",
-                      re.IGNORECASE)
+    return r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, parts)) + r"(?![^\W_])"
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern | None:
+    """:func:`_name_regex` compiled, case-insensitive."""
+    regex = _name_regex(name)
+    return re.compile(regex, re.IGNORECASE) if regex is not None else None
+
+
+@lru_cache(maxsize=4096)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern | None:
+    """One case-insensitive regex finding any of ``names`` (sorted, unique)."""
+    regexes = [r for r in map(_name_regex, names) if r is not None]
+    return re.compile("|".join(regexes), re.IGNORECASE) if regexes else None
 
 
 def names_matcher(names: Iterable[str]):
     """``text -> bool``: does ``text`` name one of ``names`` (see
-    :func:`_name_pattern`: a code by its key, :func:`~pilar.ingest.codes.code_key`,
+    :func:`_name_regex`: a code by its key, :func:`~pilar.ingest.codes.code_key`,
     a name by its words)?"""
-    patterns = [p for p in map(_name_pattern, names) if p is not None]
-    return lambda text: any(p.search(text) for p in patterns)
+    pattern = _names_pattern(tuple(sorted(set(names))))
+    return (lambda text: False) if pattern is None else (lambda text: bool(pattern.search(text)))
 
 
 def template(section_paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
@@ -220,6 +233,19 @@ class Chain:
     score: float
 
 
+@dataclass(slots=True)
+class _Memo:
+    """What one search works out once: each page's unit relevance, the
+    supports on a chain's bridge per (page, names, entered), and whether the
+    question asks for an entity where a support names it, and which pairs
+    of pages are :func:`siblings`."""
+
+    relevance: dict[str, list[float]] = field(default_factory=dict)
+    on: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
+    asked: dict[tuple[str, str], bool] = field(default_factory=dict)
+    kin: dict[tuple[str, str], bool] = field(default_factory=dict)
+
+
 _WORD = re.compile(r"[^\W_]+(?:[-./][^\W_]+)*")
 _DIGITS = re.compile(r"\d{3,}")
 
@@ -325,29 +351,30 @@ class BridgeExpander:
         self._kinds([p.page_id for p in starts], by_id, kinds)
         superseded = self._superseded(question, by_id, kinds)
         beam = [Chain((p.page_id,), (), p.score) for p in starts]
-        depths = [beam]
+        depths, memo = [beam], _Memo()
         blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
             into: dict[str, list[str]] = {}
             for c in beam:
                 into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops else names)
-            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query)
+            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query, memo)
             if not anchors:
                 break
             bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
-            reached = self._reached(bridges, anchors, blocked, hop, asks)
+            reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
             self._score(question, query, reached, by_id, scope, (lo, hi))
             self._kinds([pid for pid in reached if pid in by_id], by_id, kinds)
-            grown = self._grow(beam, names, reached, by_id, kinds, superseded)
+            grown = self._grow(beam, names, reached, by_id, kinds, superseded, memo)
             if not grown:
                 break
             beam = grown
             depths.append(beam)
-        return self._rank(depths, by_id, kinds, superseded)
+        return self._bridging_units(self._rank(depths, by_id, kinds, superseded), qterms, query,
+                                    memo)
 
     def _grow(self, beam: list["Chain"], names: list[str], reached: dict[str, list[Hop]],
               by_id: dict[str, RankedPage], kinds: dict[str, tuple[str, frozenset[str]]],
-              superseded: set[str]) -> list["Chain"]:
+              superseded: set[str], memo: _Memo) -> list["Chain"]:
         """The ``bridge_beam`` best chains one hop longer than those of
         ``beam`` (step 3 of the module docstring): each chain grown by every
         page a bridge of its last page reaches (``reached``), in a document
@@ -366,10 +393,14 @@ class BridgeExpander:
             used = {h.bridge for h in c.hops}
             docs = {by_id[pid].doc_id for pid in c.pages}
             on = self._on_bridge(c.pages[-1], [c.hops[-1].name] if c.hops else names,
-                                 bool(c.hops))
+                                 bool(c.hops), memo)
             for pid, h in by_source.get(c.pages[-1], ()):
-                if h.bridge in used or by_id[pid].doc_id in docs or pid in superseded or any(
-                        siblings(kinds[pid], kinds[x]) for x in c.pages):
+                if h.bridge in used or by_id[pid].doc_id in docs or pid in superseded:
+                    continue
+                for x in c.pages:
+                    if (pid, x) not in memo.kin:
+                        memo.kin[pid, x] = siblings(kinds[pid], kinds[x])
+                if any(memo.kin[pid, x] for x in c.pages):
                     continue
                 weight = h.weight * (1.0 if on is None or h.source_support in on
                                      else s.off_bridge)
@@ -487,7 +518,7 @@ class BridgeExpander:
         return out
 
     def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
-                 qterms: tuple[str, ...], query: np.ndarray
+                 qterms: tuple[str, ...], query: np.ndarray, memo: _Memo
                  ) -> dict[str, tuple[float, str, Unit]]:
         """``{support_id: (relevance 0-1, page_id, unit)}``: the units of each
         frontier page a hop starts from (step 1 of the module docstring):
@@ -498,22 +529,13 @@ class BridgeExpander:
         code of the same key (every row of ``VC-24-1183``, not only the
         first)."""
         units = self._units_on([p.page_id for p in frontier])
-        leaders = {}
-        for us in units.values():
-            leaders.update(group_leaders(us))
-        vectors = self.index.unit_vectors(sorted(set(leaders.values())))
+        relevance = self._relevance(units, qterms, query, memo)
         out: dict[str, tuple[float, str, Unit]] = {}
         for page in frontier:
             us: list[Unit] = units.get(page.page_id, [])
-            if not us:
-                continue
-            lexical = min_max(dict(enumerate(bm25_scores(qterms, [u.completed_text for u in us]))))
             wanted = names_matcher(into.get(page.page_id, ()))
             scored, bridging = [], []
-            for i, u in enumerate(us):
-                vec = vectors.get(leaders.get(u.unit_id, ""))
-                dense = float(vec @ query) if vec is not None else 0.0
-                rel = 0.5 * lexical.get(i, 0.0) + 0.5 * max(dense, 0.0)
+            for u, rel in zip(us, relevance[page.page_id]):
                 if wanted(u.text):
                     rel = (rel + 0.5) / 1.5
                     bridging.append((rel, u.support_id, u))
@@ -524,7 +546,45 @@ class BridgeExpander:
                     out[sid] = (rel, page.page_id, u)
         return out
 
-    def _on_bridge(self, page_id: str, names: list[str], entered: bool) -> frozenset[str] | None:
+    def _relevance(self, units: dict[str, list[Unit]], qterms: tuple[str, ...],
+                   query: np.ndarray, memo: _Memo) -> dict[str, list[float]]:
+        """``{page_id: [relevance 0-1 of each unit]}``: 0.5 BM25 of the
+        question over the page's units (min-max normalised within the page)
+        + 0.5 cosine of the unit's run vector (:func:`group_leaders`), one
+        vector read for the pages ``memo`` does not hold yet."""
+        new = {pid: us for pid, us in units.items() if pid not in memo.relevance}
+        leaders = {}
+        for us in new.values():
+            leaders.update(group_leaders(us))
+        vectors = self.index.unit_vectors(sorted(set(leaders.values()))) if leaders else {}
+        for pid, us in new.items():
+            lexical = min_max(dict(enumerate(bm25_scores(qterms, [u.completed_text for u in us]))))
+            memo.relevance[pid] = []
+            for i, u in enumerate(us):
+                vec = vectors.get(leaders.get(u.unit_id, ""))
+                dense = float(vec @ query) if vec is not None else 0.0
+                memo.relevance[pid].append(0.5 * lexical.get(i, 0.0) + 0.5 * max(dense, 0.0))
+        return {pid: memo.relevance[pid] for pid in units}
+
+    def _bridging_units(self, hops: dict[str, Hop], qterms: tuple[str, ...],
+                        query: np.ndarray, memo: _Memo) -> dict[str, Hop]:
+        """``hops`` with each reached page's bridging unit the one naming the
+        bridge in a table cell, most relevant to the question first (the
+        tariff's row of ``40RH``, not the note listing every size-type code),
+        else the most relevant naming it."""
+        units = self._units_on(list(hops))
+        relevance = self._relevance(units, qterms, query, memo)
+        out = {}
+        for pid, h in hops.items():
+            named = names_matcher([h.name])
+            best = max(((any(map(named, u.cells)), rel, u.support_id)
+                        for u, rel in zip(units[pid], relevance[pid]) if named(u.text)),
+                       default=None)
+            out[pid] = replace(h, support=best[2]) if best is not None else h
+        return out
+
+    def _on_bridge(self, page_id: str, names: list[str], entered: bool,
+                   memo: _Memo) -> frozenset[str] | None:
         """The supports of ``page_id`` a chain that came to it through
         ``names`` may leave from at full weight (the others keep
         ``off_bridge``), or None for all: on a page a bridge reached (``entered``),
@@ -534,18 +594,27 @@ class BridgeExpander:
         on a start, the rows naming the question's entity when all of them
         are rows of a register (tables of more than two columns: the other
         rows are other things), else all."""
-        units = self._units_on([page_id]).get(page_id, [])
+        key = (page_id, tuple(names), entered)
+        if key not in memo.on:
+            memo.on[key] = self._on_units(self._units_on([page_id]).get(page_id, []), names,
+                                          entered)
+        return memo.on[key]
+
+    @staticmethod
+    def _on_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
+        """:meth:`_on_bridge` of one page's ``units``."""
         wanted = names_matcher(names)
         naming = [u for u in units if wanted(u.text)]
         if not entered and (not naming or any(len(u.cells) <= 2 for u in naming)):
             return None
         records = {u.table_index for u in naming if len(u.cells) == 2}
-        return frozenset(u.support_id for u in units if wanted(u.text) or (
-            len(u.cells) == 2 and u.table_index in records))
+        return frozenset([u.support_id for u in naming] + [
+            u.support_id for u in units if len(u.cells) == 2 and u.table_index in records])
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],
-                 blocked: frozenset[str], hop: int, asks: set[str]) -> dict[str, list[Hop]]:
+                 blocked: frozenset[str], hop: int, asks: set[str],
+                 memo: _Memo) -> dict[str, list[Hop]]:
         """``{page_id: [Hop, ...]}``: the bridges (step 2 of the module
         docstring) from each anchor's page to each page they reach, but for
         those of ``blocked`` entities (the question's); ``asks``: the
@@ -561,7 +630,10 @@ class BridgeExpander:
             for sid in b.supports:
                 if sid in anchors:
                     rel, source, unit = anchors[sid]
-                    asked = bool(asks & set(tokens(mention_context(unit, b.name))))
+                    if (sid, b.entity_id) not in memo.asked:
+                        memo.asked[sid, b.entity_id] = bool(
+                            asks & set(tokens(mention_context(unit, b.name))))
+                    asked = memo.asked[sid, b.entity_id]
                     leaving.append((source, sid, spec * (1.0 if asked else s.unasked), asked))
             for pid, support, _ in b.pages:
                 for source, sid, weight, asked in leaving:
