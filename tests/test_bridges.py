@@ -134,3 +134,50 @@ def test_mention_context_is_the_column_or_the_words_before():
     text = Unit("u2", "d", 1, "paragraph", "during the discharge of vessel call VC-24-1183, one",
                 "", "s2")
     assert mention_context(text, "VC-24-1183") == "the discharge of vessel call , one"
+
+
+def test_a_code_the_question_writes_is_a_query_entity(chain_store: Pilar):
+    """Common words ("port", "tariff", "call") crowd the 50 full-text entity
+    candidates; the call number the question writes is still found."""
+    from pilar.retrieval.expansion import query_entities
+
+    q = ("What port dues rate per GT applies, on a deep-sea call under the 2024 tariff, "
+         "to the vessel in call VC-24-1190?")
+    assert "VC-24-1190" in [name for _, name, _ in query_entities(q, chain_store.graph)]
+
+
+def test_a_question_names_a_version_by_its_year_or_model_number():
+    from pilar.retrieval.bridges import _names_version, _versions
+
+    tariff = _versions("What port dues apply under the 2024 tariff?")
+    assert _names_version(tariff, "Port of Ostrevik – Port tariff 2024",
+                          "Port of Ostrevik – Port tariff 2023")
+    assert not _names_version(tariff, "Port of Ostrevik – Port tariff 2023",
+                              "Port of Ostrevik – Port tariff 2024")
+    pump = _versions("How many employees did the maker of the VX-220 pump have in 2023?")
+    assert _names_version(pump, "Orrin Verta 220 – Datasheet", "Orrin Verta 160 – Datasheet")
+    lengths = _versions("How long does the spreader take to telescope from 20 ft to 45 ft?")
+    assert not _names_version(lengths, "Kovalen Tandemlock TL-45 spreader",
+                              "Kovalen Tandemlock TL-40 spreader")
+    assert not _names_version(lengths, "Kovalen Tandemlock TL-40 spreader",
+                              "Kovalen Tandemlock TL-45 spreader")
+
+
+def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
+    from pilar.model import Unit
+    from pilar.retrieval.bridges import BridgeExpander
+
+    def row(i: int, table: int, *cells: str) -> Unit:
+        return Unit(f"u{table}.{i}", "d", 1, "row", " | ".join(cells), "", f"s{table}.{i}",
+                    table_index=table, row_index=i, cells=cells)
+
+    register = [row(1, 0, "QC-09", "VSC-65", "KTL-40"), row(2, 0, "QC-10", "VSC-65", "KTL-40"),
+                row(3, 0, "QC-11", "VSC-61", "KTL-45")]
+    record = [row(1, 1, "Model code", "VSC-65"), row(2, 1, "Manufacturer", "Vostrand"),
+              row(1, 2, "Hoist speed", "90 m/min")]
+    on = BridgeExpander._on_units
+    assert on(register, ["QC-10"], True) == {"s0.2"}
+    assert on(register, ["QC-10"], False) == {"s0.2"}  # the question names one row of a register
+    assert on(record, ["VSC-65"], True) == {"s1.1", "s1.2"}  # the whole record, not the next table
+    assert on(record, ["VSC-65"], False) is None  # a start about the thing: every unit
+    assert on(register, ["QC-99"], False) is None
