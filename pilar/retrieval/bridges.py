@@ -160,15 +160,18 @@ def mention_context(unit: Unit, name: str) -> str:
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
-    """Set ``bridging`` of the pages of ``ranked`` joined by a hop the
-    question asks for (:attr:`Hop.asked`) whose two ends are both in
-    ``ranked``: on the source page the unit that named the bridge, on the
-    reached page the unit that names it (in place)."""
+    """Set ``bridging`` of the pages of ``ranked`` joined by a hop whose two
+    ends are both in ``ranked`` (in place): on the reached page the unit that
+    names the bridge, and, when the question asks for the hop
+    (:attr:`Hop.asked`), on the source page the unit that named it. Packing
+    puts them first and then takes each page's units in turn, so the
+    chain's last page is not crowded out by the first."""
     where = {p.page_id: p for p in ranked}
     marks: dict[str, dict[str, None]] = {}
     for pid, h in hops.items():
-        if pid in where and h.source in where and h.asked:
-            marks.setdefault(h.source, {})[h.source_support] = None
+        if pid in where and h.source in where:
+            if h.asked:
+                marks.setdefault(h.source, {})[h.source_support] = None
             marks.setdefault(pid, {})[h.support] = None
     for pid, sids in marks.items():
         where[pid].bridging = tuple(sids)
