@@ -632,7 +632,7 @@ class BridgeExpander:
             leaving = []  # every anchor naming it: which is on a chain's bridge is the chain's say
             for sid in b.supports:
                 if sid in anchors:
-                    rel, source, unit = anchors[sid]
+                    _, source, unit = anchors[sid]
                     if (sid, b.entity_id) not in memo.asked:
                         memo.asked[sid, b.entity_id] = bool(
                             asks & set(tokens(mention_context(unit, b.name))))
