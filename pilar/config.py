@@ -272,6 +272,12 @@ class Settings(BaseSettings):
                                    "localhost (comma-separated host:port patterns; * = any); "
                                    "empty = the address `pilar serve --host` binds")
 
+    api_ingest_worker: bool = Field(
+        True, description="pilar serve starts its ingest worker (pilar worker) beside the API; "
+        "false: jobs wait for a `pilar worker` run elsewhere on the same home and stores")
+    ingest_nice: int = Field(
+        10, ge=0, le=19, description="niceness of the ingest worker and its parse processes "
+        "(searches of the API get the CPU first); 0 = as the server")
     api_rate_limit: str = Field(
         "120/minute", description="requests per caller (API key, else client address) and "
         "costly operation (search, answer, upload, eval, page image, cypher), in the limits "

