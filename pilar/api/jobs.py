@@ -186,15 +186,17 @@ class JobStore:
 
     def claim(self, after: str | None) -> tuple[Job, str, list[Path]] | None:
         """The ingest job to work on next, for this process: round-robin over
-        the owners with runnable jobs (queued, or running held by this
-        process), taking the first owner after ``after`` in their order
-        (wrapping round), and that owner's oldest such job. A queued job
+        the owners with runnable jobs (queued, or running or cancelling held
+        by this process between two slices), taking the first owner after
+        ``after`` in their order (wrapping round), and that owner's oldest
+        such job. A queued job
         enters ``running``, held by this process. ``(job, owner, paths)``,
         or None when no job waits."""
         with self._write() as c:
             rows = c.execute(
                 "SELECT job_id, owner FROM jobs WHERE kind = 'ingest' AND (state = 'queued' "
-                "OR (state = 'running' AND owner_pid = ?)) ORDER BY created_at, rowid",
+                "OR (state IN ('running', 'cancelling') AND owner_pid = ?)) "
+                "ORDER BY created_at, rowid",
                 (os.getpid(),)).fetchall()
             if not rows:
                 return None
