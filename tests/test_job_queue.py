@@ -1,12 +1,16 @@
 """The job store as a queue (pilar.api.jobs.JobStore on a real SQLite file):
 round-robin between owners, a caller's jobs oldest first, cancels of queued
-and running jobs, listing by owner and state."""
+and running jobs, listing by owner and state, leases (a job whose worker
+stopped renewing is resumed by another, and the first may write no more)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from pilar.api.jobs import CANCELLED, JobStore, new_job
+import pytest
+
+from pilar.api.jobs import CANCELLED, JobStore, LeaseLost, new_job
 
 
 def _queue(store: JobStore, owner: str, name: str) -> str:
@@ -52,3 +56,23 @@ def test_cancel_a_queued_job_ends_it_and_a_running_one_asks_its_worker(tmp_path)
     assert [j.job_id for j in store.owned("a", ["cancelled"])] == [queued]
     assert store.owned("b") == []
     store.close()
+
+
+def test_a_job_whose_lease_ran_out_is_resumed_by_another_worker(tmp_path):
+    first = JobStore(tmp_path / "jobs.sqlite", lease_seconds=2)
+    second = JobStore(tmp_path / "jobs.sqlite", lease_seconds=2)
+    assert first.holder != second.holder
+    job_id = _queue(first, "a", "one.html")
+    first.update(first.claim(None)[0].job_id, lambda j: setattr(j.files[0], "status", "running"),
+                 hold=True)
+    assert second.claim(None) is None  # held: the lease runs
+    time.sleep(2.2)  # the first worker died: nobody renews
+    job, owner, _ = second.claim(None)
+    assert (job.job_id, owner, job.state, job.files[0].status) == (job_id, "a", "running", "queued")
+    with pytest.raises(LeaseLost):
+        first.update(job_id, lambda j: j.enter("done"), hold=True)
+    assert first.renew(job_id) is False and second.renew(job_id) is True
+    assert first.claim(None) is None  # the second worker holds it now
+    assert second.state(job_id) == "running"
+    first.close()
+    second.close()

@@ -15,7 +15,7 @@ from pilar import Pilar, __version__
 from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.ingest_service import start_worker, stop_worker
-from pilar.api.jobs import EvalRunner, JobStore, discard_unstored
+from pilar.api.jobs import EvalRunner, JobStore
 from pilar.api.mcp_server import build_mcp
 from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import RateLimiter
@@ -120,9 +120,10 @@ def create_app(pilar: Pilar) -> FastAPI:
     Settings come from ``pilar.settings``: ``PILAR_API_KEYS``,
     ``PILAR_INGEST_ROOTS``, ``PILAR_API_CORS_ORIGINS``, the body and upload
     limits, ``PILAR_API_RATE_LIMIT``, ``PILAR_API_IMAGE_CACHE_BYTES``,
-    ``PILAR_API_INGEST_WORKER``. Starting the app (its lifespan) marks jobs
-    left running by a stopped server failed (removing the uploads they did
-    not store), starts the ingest worker process (:mod:`pilar.api.ingest_service`,
+    ``PILAR_API_INGEST_WORKER``. Starting the app (its lifespan) marks the
+    evaluations a stopped server left unfinished failed (ingest jobs are
+    resumed by a worker once their lease runs out), starts the ingest
+    worker process (:mod:`pilar.api.ingest_service`,
     which it stops on shutdown), the evaluation thread, and the loading of
     the query embedding model (``/readyz`` waits for it). Raises
     :class:`~pilar.errors.ConfigError` for a malformed ``PILAR_API_KEYS`` or
@@ -138,16 +139,12 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        store = JobStore(settings.home / "jobs.sqlite")
+        store = JobStore(settings.home / "jobs.sqlite", settings.job_lease_seconds)
         failed = store.fail_orphans("eval", ("queued", "running", "cancelling"))
-        worker = None
-        if settings.api_ingest_worker:  # this server's own worker: its orphans are ours
-            failed += store.fail_orphans("ingest")
-            worker = start_worker(settings.home)
-        for job in failed:
-            discard_unstored(job, paths.uploads)
         if failed:
-            log.warning("marked %d unfinished job(s) failed (server restarted)", len(failed))
+            log.warning("marked %d unfinished evaluation(s) failed (server restarted)",
+                        len(failed))
+        worker = start_worker(settings.home) if settings.api_ingest_worker else None
         evals = EvalRunner(store)
         evals.start()
         app.state.jobs, app.state.evals, app.state.ingest_worker = store, evals, worker

@@ -14,7 +14,11 @@ next :data:`MAX_SLICE` files, and it stops taking new files as soon as
 another caller's job arrives (the files begun are finished, the others go
 back to the queue). A caller's own jobs run oldest first.
 
-A cancel (:meth:`JobStore.cancel`) of the job running is seen within
+The worker holds the job it runs with a lease it renews every third of
+``PILAR_JOB_LEASE_SECONDS``; when it dies any worker on the same job store
+resumes the job once the lease has run out (:meth:`JobStore.claim`), and a
+worker whose lease was taken stops at once, writing nothing more to the
+job. A cancel (:meth:`JobStore.cancel`) of the job running is seen within
 :data:`WATCH_SECONDS`: the parses in progress are stopped and nothing of
 their files is written; the files stored before stay whole (each document
 is written as one unit, :mod:`pilar.writes`). The worker runs at the
@@ -32,11 +36,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from pilar import Pilar
-from pilar.api.jobs import (CANCELLED, STORED, JobStore, counts, discard_unstored, ended,
-                            now)
+from pilar.api.jobs import (CANCELLED, STORED, JobStore, LeaseLost, counts, discard_unstored,
+                            ended, now)
 from pilar.api.models import Job
 from pilar.api.paths import ServerPaths
 from pilar.errors import IngestCancelled, PilarError
@@ -68,13 +73,10 @@ class IngestService:
         self._last: str | None = None  # the owner served last
 
     def serve(self) -> None:
-        """Recover, then run slices until :attr:`stopped` is set (idle: a
-        look at the queue every :data:`POLL_SECONDS`)."""
-        removed = self.pilar.recover()  # documents a crashed writer left pending
-        if removed:
-            log.warning("removed %d document(s) a stopped write left unfinished", len(removed))
-        for job in self.store.fail_orphans("ingest"):
-            discard_unstored(job, self.uploads)
+        """Run slices until :attr:`stopped` is set (idle: a look at the queue
+        every :data:`POLL_SECONDS`). Documents a dead worker left half-written
+        are removed when their file is taken up again (another worker may be
+        writing now: there is no sweep of the stores here)."""
         while not self.stopped.is_set():
             if not self.step():
                 self.stopped.wait(POLL_SECONDS)
@@ -88,6 +90,8 @@ class IngestService:
         self._last = owner
         try:
             self._slice(job, owner, paths)
+        except LeaseLost:  # another worker resumed it: it is theirs now
+            log.warning("ingest job %s: lease lost to another worker", job.job_id)
         except PilarError as exc:  # a bad setting: every file would fail alike
             self._fail(job.job_id, str(exc).splitlines()[0])
         except Exception as exc:  # noqa: BLE001 - the worker must outlive any job
@@ -105,7 +109,7 @@ class IngestService:
                 j.files[i].status = "running"
             j.counts = counts(j.files)
 
-        if self.store.update(job.job_id, begin).state == "cancelling":
+        if self.store.update(job.job_id, begin, hold=True).state == "cancelling":
             self._finish(job.job_id, todo, cancelled=True)
             return
         stop, cancel, done = threading.Event(), threading.Event(), threading.Event()
@@ -115,15 +119,24 @@ class IngestService:
             nonlocal stored
             i = todo[stored]
             stored += 1
-            record = self.store.update(job.job_id, lambda j: self._record(j, i, result, paths[i]))
+            record = self.store.update(job.job_id, lambda j: self._record(j, i, result, paths[i]),
+                                       hold=True)
             if result.status not in STORED and paths[i].is_relative_to(self.uploads):
                 discard_upload(paths[i].parent, self.uploads)
             if record.state == "cancelling":
                 cancel.set()
 
-        def watch() -> None:  # a cancel or a shutdown; another caller's job
+        lost = threading.Event()
+
+        def watch() -> None:  # a cancel or a shutdown; the lease; another caller's job
+            renewed = time.monotonic()
             while not done.wait(WATCH_SECONDS):
-                if self.stopped.is_set() or self.store.state(job.job_id) == "cancelling":
+                if time.monotonic() - renewed >= self.store.lease_seconds / 3:
+                    renewed = time.monotonic()
+                    if not self.store.renew(job.job_id):
+                        lost.set()
+                if lost.is_set() or self.stopped.is_set() or \
+                        self.store.state(job.job_id) == "cancelling":
                     cancel.set()
                     return
                 if not others and not stop.is_set() and self.store.waiting(besides=owner):
@@ -139,6 +152,8 @@ class IngestService:
         finally:
             done.set()
             watcher.join()
+        if lost.is_set():
+            raise LeaseLost(job.job_id)
         self._finish(job.job_id, todo, cancelled=cancel.is_set() and not self.stopped.is_set())
 
     def _record(self, job: Job, i: int, result: IngestResult, path: Path) -> None:
@@ -175,7 +190,7 @@ class IngestService:
                 job.enter(*ended(job.files))
             job.counts = counts(job.files)
 
-        job = self.store.update(job_id, change)
+        job = self.store.update(job_id, change, hold=True)
         if job.state in ("done", "failed", "cancelled"):
             discard_unstored(job, self.uploads)
 
@@ -187,7 +202,7 @@ class IngestService:
             job.counts = counts(job.files)
             job.enter("failed", reason)
 
-        discard_unstored(self.store.update(job_id, change), self.uploads)
+        discard_unstored(self.store.update(job_id, change, hold=True), self.uploads)
 
 
 def run_worker(parent: int | None = None) -> None:
@@ -205,7 +220,7 @@ def run_worker(parent: int | None = None) -> None:
     nice = pilar.settings.ingest_nice
     if nice:
         os.nice(nice)
-    store = JobStore(pilar.settings.home / "jobs.sqlite")
+    store = JobStore(pilar.settings.home / "jobs.sqlite", pilar.settings.job_lease_seconds)
     service = IngestService(pilar, store)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stopped.set())

@@ -14,15 +14,26 @@ transaction (:meth:`JobStore.update`), so the API's cancel
 (:meth:`JobStore.cancel`) and the worker's progress never overwrite each
 other.
 
+A worker holds the job it runs with a lease (``PILAR_JOB_LEASE_SECONDS``)
+that it renews while it works (:meth:`JobStore.renew`); a worker that dies
+(a crash, a killed server, a lost host) stops renewing, and once the lease
+has run out any worker of the same job store takes the job up from its
+first file not done (:meth:`JobStore.claim`). Every file's outcome is
+recorded by its lease holder only (:class:`LeaseLost` otherwise), and a
+document is stored whole or not at all, so a resumed job ingests each file
+once: a file the dead worker stored but had not recorded is found stored
+(``unchanged``), one it left half-written on a two-store stack is removed
+and written afresh (:class:`~pilar.ingest_run.IngestRun`).
+
 An uploaded file that is not stored (it failed, or the job stopped before
 it) is removed; a stored one stays as its document's source until the
 document is deleted (:func:`discard_unstored`). A job's record names its
 files as the client gave them and never shows a server path; the paths
 are kept beside it for the worker. ``POST /v1/eval`` queues an
 evaluation in a thread of the API process (:class:`EvalRunner`): it only
-searches. When a server starts, jobs left running by a process that is
-gone are marked ``failed`` with a reason (:meth:`JobStore.fail_orphans`);
-queued jobs wait for the worker.
+searches. When a server starts, the evaluations left unfinished by a
+process that is gone are marked ``failed`` with a reason
+(:meth:`JobStore.fail_orphans`); ingest jobs wait for a worker.
 """
 
 from __future__ import annotations
@@ -31,8 +42,10 @@ import json
 import logging
 import os
 import queue
+import socket
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,8 +57,7 @@ from pilar.writes import discard_upload
 
 log = logging.getLogger("pilar.api")
 
-RESTARTED = ("the server stopped before this job finished; files not marked ingested, "
-             "replaced or unchanged were not stored")
+RESTARTED = "the server stopped before this evaluation finished"
 CANCELLED = "the job was cancelled before this file was stored"
 STORED = ("ingested", "replaced", "unchanged", "new_source")
 """File statuses of a job whose bytes are a stored document's source."""
@@ -63,7 +75,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 """
 _COLUMNS = {"kind": "TEXT NOT NULL DEFAULT 'ingest'",
             "owner": "TEXT NOT NULL DEFAULT ''",
-            "paths": "TEXT NOT NULL DEFAULT '[]'"}
+            "paths": "TEXT NOT NULL DEFAULT '[]'",
+            "holder": "TEXT NOT NULL DEFAULT ''",
+            "lease_until": "REAL NOT NULL DEFAULT 0"}
 """Columns added since the first version of the table (added to an older file on open)."""
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
@@ -89,14 +103,22 @@ def ended(files: list[JobFile]) -> tuple[JobState, str | None]:
     return "done", None
 
 
+class LeaseLost(Exception):
+    """This worker's lease on a job ran out and another worker holds it now."""
+
+
 class JobStore:
     """Job records (:class:`~pilar.api.models.Job` as JSON) in ``path``, one
     SQLite file (WAL) shared by the server's processes and its ingest
-    worker, each change one transaction. Thread-safe. Beside each record:
+    workers, each change one transaction. Thread-safe. Beside each record:
     its ``owner`` (who submitted it: :func:`pilar.api.ratelimit.caller_id`,
-    a digest, never shown) and the server paths of its files."""
+    a digest, never shown), the server paths of its files and the lease of
+    the worker running it (``lease_seconds`` long, held by :attr:`holder`:
+    host, process and a random part, so ids never collide across hosts)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, lease_seconds: float = 30.0):
+        self.lease_seconds = lease_seconds
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -160,18 +182,36 @@ class JobStore:
                                      (job_id,)).fetchone()
         return row[0] if row else None
 
-    def update(self, job_id: str, change: Callable[[Job], None], claim: bool = False) -> Job:
+    def update(self, job_id: str, change: Callable[[Job], None], claim: bool = False,
+               hold: bool = False) -> Job:
         """Apply ``change`` to the stored record of ``job_id`` and save it,
         in one transaction; with ``claim`` this process becomes the job's
-        holder. Returns the saved record; raises ``KeyError`` for an unknown job."""
+        holder (an evaluation's); with ``hold`` only while this worker holds
+        the job's lease, which is renewed (:class:`LeaseLost` otherwise,
+        nothing changed). Returns the saved record; raises ``KeyError`` for
+        an unknown job."""
         with self._write() as c:
-            row = c.execute("SELECT record FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+            row = c.execute("SELECT record, holder FROM jobs WHERE job_id = ?",
+                            (job_id,)).fetchone()
             if row is None:
                 raise KeyError(job_id)
+            if hold and row[1] != self.holder:
+                raise LeaseLost(job_id)
             job = Job.model_validate_json(row[0])
             change(job)
             self._put(c, job, os.getpid() if claim else None)
+            if hold:
+                c.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ?",
+                          (time.time() + self.lease_seconds, job_id))
         return job
+
+    def renew(self, job_id: str) -> bool:
+        """Extend this worker's lease on ``job_id`` by :attr:`lease_seconds`;
+        False when it holds the lease no more (another worker took the job up)."""
+        with self._write() as c:
+            return c.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ? AND holder = ?",
+                             (time.time() + self.lease_seconds, job_id,
+                              self.holder)).rowcount == 1
 
     def owned(self, owner: str, states: list[str] | None = None) -> list[Job]:
         """The jobs of ``owner`` (in ``states`` when given), newest first."""
@@ -185,19 +225,19 @@ class JobStore:
         return [Job.model_validate_json(r[0]) for r in rows]
 
     def claim(self, after: str | None) -> tuple[Job, str, list[Path]] | None:
-        """The ingest job to work on next, for this process: round-robin over
-        the owners with runnable jobs (queued, or running or cancelling held
-        by this process between two slices), taking the first owner after
-        ``after`` in their order (wrapping round), and that owner's oldest
-        such job. A queued job
-        enters ``running``, held by this process. ``(job, owner, paths)``,
-        or None when no job waits."""
+        """The ingest job to work on next, for this worker: round-robin over
+        the owners with runnable jobs (queued; running or cancelling held by
+        this worker between two slices, or by a worker whose lease has run
+        out), taking the first owner after ``after`` in their order
+        (wrapping round), and that owner's oldest such job, leased to this
+        worker. A queued job enters ``running``; a job taken from a worker
+        whose lease ran out resumes: its files that worker had begun are
+        queued again. ``(job, owner, paths)``, or None when no job waits."""
         with self._write() as c:
             rows = c.execute(
                 "SELECT job_id, owner FROM jobs WHERE kind = 'ingest' AND (state = 'queued' "
-                "OR (state IN ('running', 'cancelling') AND owner_pid = ?)) "
-                "ORDER BY created_at, rowid",
-                (os.getpid(),)).fetchall()
+                "OR (state IN ('running', 'cancelling') AND (holder = ? OR lease_until < ?))) "
+                "ORDER BY created_at, rowid", (self.holder, time.time())).fetchall()
             if not rows:
                 return None
             first: dict[str, str] = {}
@@ -206,12 +246,20 @@ class JobStore:
             owners = sorted(first)
             owner = next((o for o in owners if after is not None and o > after), owners[0])
             job_id = first[owner]
-            record, paths = c.execute("SELECT record, paths FROM jobs WHERE job_id = ?",
-                                      (job_id,)).fetchone()
+            record, paths, holder = c.execute(
+                "SELECT record, paths, holder FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
             job = Job.model_validate_json(record)
             if job.state == "queued":
                 job.enter("running")
+            elif holder != self.holder:  # its worker's lease ran out: resumed here
+                log.warning("ingest job %s resumed: the lease of %s ran out", job_id, holder)
+                for f in job.files:
+                    if f.status == "running":
+                        f.status = "queued"
+                job.counts = counts(job.files)
             self._put(c, job, os.getpid())
+            c.execute("UPDATE jobs SET holder = ?, lease_until = ? WHERE job_id = ?",
+                      (self.holder, time.time() + self.lease_seconds, job_id))
         return job, owner, [Path(p) for p in json.loads(paths)]
 
     def waiting(self, besides: str) -> bool:
@@ -246,10 +294,10 @@ class JobStore:
 
         return self.update(job_id, change)
 
-    def fail_orphans(self, kind: str, states: tuple[str, ...] = ("running", "cancelling")
-                     ) -> list[Job]:
+    def fail_orphans(self, kind: str, states: tuple[str, ...]) -> list[Job]:
         """Mark ``failed`` the ``kind`` jobs in ``states`` held by processes of
-        this host that no longer run (a restart or a crash); returns them."""
+        this host that no longer run (a restart or a crash: evaluations run in
+        the server's process); returns them."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT job_id, owner_pid FROM jobs WHERE kind = ? AND state IN "
