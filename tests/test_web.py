@@ -110,6 +110,13 @@ def drop(page, files: list[tuple[str, bytes, str]]) -> None:
     page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
 
 
+def state_of(card, state: str) -> None:
+    """Wait until the job ``card`` (a locator) shows ``state``."""
+    from playwright.sync_api import expect
+
+    expect(card).to_have_attribute("data-state", state, timeout=WAIT)
+
+
 def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / name), full_page=False)
 
@@ -189,7 +196,7 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     drop(page, files)
     job = page.locator(".job").first
     job.locator("li").first.wait_for()  # the job's first event arrived
-    page.wait_for_selector(".job[data-state=done]")
+    state_of(job, "done")  # the upload's card (the key's earlier jobs are listed below it)
     assert job.locator("progress").evaluate("p => [p.value, p.max]") == [3, 3]
     statuses = dict(zip(
         [t.split(":")[0] for t in job.locator("li").all_inner_texts()],
@@ -378,7 +385,7 @@ def test_jobs_panel_lists_the_keys_jobs_and_cancels_one(page, api, stored):
     card = page.locator(".job").first
     card.locator(".cancel").wait_for(state="visible")
     card.locator(".cancel").click()
-    page.wait_for_selector(".job[data-state=cancelled]")
+    state_of(card, "cancelled")
     shot(page, "12-job-cancelled.png")
     assert card.locator(".cancel").is_hidden()
     job = api.get(f"/v1/jobs/{card.get_attribute('data-job-id')}").json()

@@ -151,7 +151,8 @@ function render(card, job) {
     (job.reason && !files.some((f) => f.reason === job.reason) ? ` · ${job.reason}` : ""));
   if (!total) return;
   fill(card.querySelector("ul"), files.map((f) =>
-    h(`li.${f.status === "failed" ? "failed" : PENDING.has(f.status) ? "pending" : "done"}`,
+    h(`li.${f.status === "failed" || f.status === "cancelled" ? f.status
+      : PENDING.has(f.status) ? "pending" : "done"}`,
       { dataset: { status: f.status } },
       `${f.name}: ${f.status}${f.n_pages ? ` (${f.n_pages} page${f.n_pages > 1 ? "s" : ""})` : ""}`,
       f.reason ? ` — ${f.reason}` : "")));
