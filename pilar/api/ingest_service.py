@@ -184,10 +184,10 @@ class IngestService:
                     if f.status == "queued":
                         f.status, f.reason, f.finished_at = "cancelled", CANCELLED, now()
                 job.enter("cancelled")
-            elif self.stopped.is_set():
-                job.enter("queued")  # shut down: another start of the worker goes on
             elif not any(f.status == "queued" for f in job.files):
                 job.enter(*ended(job.files))
+            elif self.stopped.is_set():
+                job.enter("queued")  # shut down: another start of a worker goes on
             job.counts = counts(job.files)
 
         job = self.store.update(job_id, change, hold=True)
@@ -202,7 +202,10 @@ class IngestService:
             job.counts = counts(job.files)
             job.enter("failed", reason)
 
-        discard_unstored(self.store.update(job_id, change, hold=True), self.uploads)
+        try:
+            discard_unstored(self.store.update(job_id, change, hold=True), self.uploads)
+        except LeaseLost:  # another worker took it up meanwhile: theirs to end
+            log.warning("ingest job %s: lease lost to another worker", job_id)
 
 
 def run_worker(parent: int | None = None) -> None:
