@@ -42,7 +42,7 @@ from pathlib import Path
 from pilar import Pilar
 from pilar.api.jobs import (CANCELLED, STORED, JobStore, LeaseLost, counts, discard_unstored,
                             ended, now)
-from pilar.api.models import Job
+from pilar.api.models import ENDED, Job
 from pilar.api.paths import ServerPaths
 from pilar.errors import IngestCancelled, PilarError
 from pilar.model import IngestResult
@@ -191,7 +191,7 @@ class IngestService:
             job.counts = counts(job.files)
 
         job = self.store.update(job_id, change, hold=True)
-        if job.state in ("done", "failed", "cancelled"):
+        if job.state in ENDED:
             discard_unstored(job, self.uploads)
 
     def _fail(self, job_id: str, reason: str) -> None:

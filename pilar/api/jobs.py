@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pilar.api.models import ENDED, Job, JobFile, JobProgress, JobState, now
+from pilar.api.models import Job, JobFile, JobProgress, JobState, now
 from pilar.errors import IngestCancelled, PilarError
 from pilar.writes import discard_upload
 
@@ -61,8 +61,6 @@ RESTARTED = "the server stopped before this evaluation finished"
 CANCELLED = "the job was cancelled before this file was stored"
 STORED = ("ingested", "replaced", "unchanged", "new_source")
 """File statuses of a job whose bytes are a stored document's source."""
-RUNNABLE = ("queued", "running")
-"""States of a job the ingest worker still has to work on."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -269,13 +267,6 @@ class JobStore:
                 "SELECT 1 FROM jobs WHERE kind = 'ingest' AND state IN ('queued', 'running') "
                 "AND owner != ? LIMIT 1", (besides,)).fetchone()
         return row is not None
-
-    def paths(self, job_id: str) -> list[Path]:
-        """The server paths of ``job_id``'s files, in order."""
-        with self._lock:
-            row = self._conn.execute("SELECT paths FROM jobs WHERE job_id = ?",
-                                     (job_id,)).fetchone()
-        return [Path(p) for p in json.loads(row[0])] if row else []
 
     def cancel(self, job_id: str) -> Job:
         """Cancel ``job_id``: a queued job is ``cancelled`` at once (its files

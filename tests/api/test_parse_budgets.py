@@ -1,8 +1,9 @@
 """The server's process never parses: an upload is parsed by the ingest
-worker beside the server, in a parse process within the parse budgets, so the 3.5 MB content bomb (inflating to 1 GiB)
-uploaded by a limited key fails its job with one reason while the server
-answers searches throughout, and the worker dies with the server (a real
-``pilar serve``, real uploads)."""
+worker beside the server, in a parse process within the parse budgets, so
+the 3.5 MB content bomb (inflating to 1 GiB) uploaded by a limited key
+fails its job with one reason while the server answers searches
+throughout, and the parse dies with the server (a real ``pilar serve``,
+real uploads)."""
 
 from __future__ import annotations
 

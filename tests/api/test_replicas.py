@@ -50,7 +50,8 @@ def _worker_of(server: ApiServer) -> psutil.Process:
 def test_replicas_share_jobs_and_a_dead_workers_job_is_resumed(tmp_path, wtq_pages):
     prefix = f"pilar-test-replicas-{uuid.uuid4().hex[:12]}"
     env = {"PILAR_API_KEYS": FULL, "PILAR_GRAPH": "neo4j", "PILAR_INDEX": "elasticsearch",
-           "NEO4J_URI": os.environ["NEO4J_URI"], "ELASTICSEARCH_URL": os.environ["ELASTICSEARCH_URL"],
+           "NEO4J_URI": os.environ["NEO4J_URI"],
+           "ELASTICSEARCH_URL": os.environ["ELASTICSEARCH_URL"],
            "PILAR_ELASTICSEARCH_INDEX": prefix, "PILAR_UPLOAD_DIR": str(tmp_path / "uploads"),
            "PILAR_JOB_LEASE_SECONDS": "2", "PILAR_API_RATE_LIMIT": ""}
     home = tmp_path / "home"
