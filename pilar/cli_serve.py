@@ -1,5 +1,6 @@
-"""``pilar serve`` (the REST API and MCP endpoint over uvicorn) and ``pilar
-mcp`` (the MCP tools over stdio)."""
+"""``pilar serve`` (the REST API and MCP endpoint over uvicorn), ``pilar
+worker`` (the ingest worker the API's jobs run in) and ``pilar mcp`` (the
+MCP tools over stdio)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def serve(host: Annotated[str, typer.Option(
           home: HomeOpt = None) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn.
 
-    With PILAR_API_ALLOWED_HOSTS empty, /mcp accepts the Host headers of
+    Uploads are ingested by one ingest worker process started beside the
+    server (`pilar worker`), unless PILAR_API_INGEST_WORKER=false. With
+    PILAR_API_ALLOWED_HOSTS empty, /mcp accepts the Host headers of
     localhost and of HOST (unless HOST is every interface, 0.0.0.0 or ::)."""
     import uvicorn
 
@@ -48,9 +51,41 @@ def serve(host: Annotated[str, typer.Option(
             err.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2) from None
         uvicorn.run(application, host=host, port=port, log_level="info")
-    else:  # each process builds its own app from the environment
-        uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
-                    workers=workers, log_level="info")
+    else:  # each process builds its own app from the environment; one ingest worker for all
+        from pilar.api.ingest_service import start_worker, stop_worker
+
+        with reported():
+            settings = Settings()
+        worker = start_worker(settings.home) if settings.api_ingest_worker else None
+        os.environ["PILAR_API_INGEST_WORKER"] = "false"
+        try:
+            uvicorn.run("pilar.api:app_from_env", factory=True, host=host, port=port,
+                        workers=workers, log_level="info")
+        finally:
+            if worker is not None:
+                stop_worker(worker)
+
+
+@app.command()
+def worker(parent: Annotated[int | None, typer.Option(
+               metavar="PID", help="die with this process (the server that started it)",
+               hidden=True)] = None,
+           home: HomeOpt = None) -> None:
+    """Run the ingest jobs that servers on this home queue (uploads, server paths).
+
+    Jobs are taken fairly between API keys (round-robin, a few files at a
+    time) and run as `pilar ingest` runs: parses in worker processes within
+    the parse budgets, batched embedding, one writer. `pilar serve` starts
+    one itself unless PILAR_API_INGEST_WORKER=false. Stops on SIGTERM or
+    Ctrl-C, putting the job in progress back in the queue."""
+    from pilar.api.app import server_logging
+    from pilar.api.ingest_service import run_worker
+
+    if home is not None:
+        os.environ["PILAR_HOME"] = str(home)
+    server_logging()
+    with reported():
+        run_worker(parent)
 
 
 def _check_listen(host: str, port: int) -> None:

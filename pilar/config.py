@@ -283,6 +283,18 @@ class Settings(BaseSettings):
                                    "localhost (comma-separated host:port patterns; * = any); "
                                    "empty = the address `pilar serve --host` binds")
 
+    upload_dir: Path | None = Field(
+        None, description="where uploaded files are kept (default home/uploads): a folder every "
+        "server and ingest worker of the same stores mounts at the same path")
+    api_ingest_worker: bool = Field(
+        True, description="pilar serve starts its ingest worker (pilar worker) beside the API; "
+        "false: jobs wait for a `pilar worker` run elsewhere on the same home and stores")
+    job_lease_seconds: float = Field(
+        30.0, gt=0, description="lease of an ingest worker on the job it runs, renewed every "
+        "third of it; a job whose worker died is resumed by any worker once it runs out")
+    ingest_nice: int = Field(
+        10, ge=0, le=19, description="niceness of the ingest worker and its parse processes "
+        "(searches of the API get the CPU first); 0 = as the server")
     api_rate_limit: str = Field(
         "120/minute", description="requests per caller (API key, else client address) and "
         "costly operation (search, answer, upload, eval, page image, cypher), in the limits "
@@ -377,6 +389,6 @@ class Settings(BaseSettings):
 
     @property
     def uploads(self) -> Path:
-        """Where the server keeps uploaded files (``home/uploads``), the
-        sources of the documents made from them."""
-        return self.home / "uploads"
+        """Where the server keeps uploaded files (``PILAR_UPLOAD_DIR``, else
+        ``home/uploads``), the sources of the documents made from them."""
+        return self.upload_dir or self.home / "uploads"

@@ -19,6 +19,11 @@ class UnsupportedTypeError(IngestError):
     """The file's content is not a type pilar ingests (sniffed, not by name)."""
 
 
+class IngestCancelled(PilarError):
+    """An ingest run was cancelled (its ``cancel`` event set): documents
+    stored before stay whole, the ones in progress were not written."""
+
+
 class StoreError(PilarError):
     """A store could not be opened, migrated or written."""
 

@@ -10,18 +10,23 @@ parsed earlier in the same run waits for that file and is settled as if
 ingested after it. A file that fails gets
 ``status="failed"`` and a one-line reason; the rest go on. A
 :class:`~pilar.errors.ConfigError` (every file would fail alike) stops the
-run, and whatever was stored stays.
+run, and whatever was stored stays. A run may be told to stop taking new
+files (``stop``: the files begun are finished, the rest get no result) or
+to stop at once (``cancel``: :class:`~pilar.errors.IngestCancelled`, the
+documents stored before stay whole, the ones being parsed or embedded are
+not written).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pilar.config import Settings
-from pilar.errors import ConfigError, IngestError
+from pilar.errors import ConfigError, IngestCancelled, IngestError
 from pilar.ingest import document_id, new_document, read_source
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
 from pilar.model import Document, IngestResult, ParsedDocument
@@ -64,9 +69,11 @@ class IngestRun:
         self.settled: dict[int, IngestResult | Callable[[], IngestResult]] = {}
         # bytes parsed in this run -> the file: a later copy waits for it
         self.in_flight: dict[str, int] = {}
+        self.stop: threading.Event | None = None
 
     def run(self, progress: Progress | None = None, workers: int | None = None,
-            ray: str | None = None, on_page: FilePageProgress | None = None
+            ray: str | None = None, on_page: FilePageProgress | None = None,
+            stop: threading.Event | None = None, cancel: threading.Event | None = None
             ) -> list[IngestResult]:
         """Parse in ``workers`` processes (default ``settings.workers``, else
         the CPU cores; 0 = in this process) or, with ``ray`` (a cluster
@@ -75,7 +82,16 @@ class IngestRun:
         is called with each result; ``on_page(path, done, total)`` as a
         PDF's pages are parsed (in this process or a worker; not on Ray). Raises
         :class:`~pilar.errors.ConfigError` for a bad setting or an
-        unreachable Ray cluster."""
+        unreachable Ray cluster.
+
+        Once ``stop`` is set no further file is read: the files begun are
+        finished and the results cover only the files up to them (a prefix
+        of :attr:`files`). Once ``cancel`` is set the run raises
+        :class:`~pilar.errors.IngestCancelled` before the next embedding or
+        store (and, in worker processes, while a parse is awaited, whose
+        workers are stopped): what ``progress`` was given is stored whole,
+        nothing else was written."""
+        self.stop = stop
         if workers is None:
             workers = self.settings.workers if self.settings.workers is not None \
                 else default_workers()
@@ -95,22 +111,28 @@ class IngestRun:
         else:
             pages = None if on_page is None else \
                 (lambda i, done, total: on_page(str(files[i]), done, total))
-            parsed = parse_many(self._jobs(), self.settings, workers, on_page=pages)
+            parsed = parse_many(self._jobs(), self.settings, workers, on_page=pages,
+                                cancel=cancel)
+
+        def store(batch: Batch, vectors: list | None = None) -> list[IngestResult]:
+            if batch and cancel is not None and cancel.is_set():
+                raise IngestCancelled("the ingest was cancelled")
+            return self._store_batch(batch, vectors)
+
         batch: Batch = []
         for item in parsed:
             if item.vectors is not None:  # embedded with the parse (Ray)
                 item.document.document.collection = self.collection
-                emit(self._store_batch([(item.tag, item.document, item.stages)],
-                                       [item.vectors]))
+                emit(store([(item.tag, item.document, item.stages)], [item.vectors]))
                 continue
             if item.document is not None:
                 item.document.document.collection = self.collection
                 batch.append((item.tag, item.document, item.stages))
                 if sum(len(d.units) for _, d, _ in batch) >= EMBED_BATCH_UNITS:
-                    emit(self._store_batch(batch))
+                    emit(store(batch))
                     batch = []
                 continue
-            emit(self._store_batch(batch))  # keeps input order
+            emit(store(batch))  # keeps input order
             batch = []
             if item.tag in self.settled:
                 r = self.settled.pop(item.tag)
@@ -120,13 +142,15 @@ class IngestRun:
                 emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
                                    seconds=time.perf_counter() - t0,
                                    stages={"read": read, **item.stages})])
-        emit(self._store_batch(batch))
+        emit(store(batch))
         return results
 
     def _jobs(self) -> Iterator[tuple[int, bytes | None, str, str | None]]:
         """``(file index, bytes, uri, doc_id)`` to parse; ``bytes`` is None
         for a file settled without a parse (its result in ``self.settled``)."""
         for i, path in enumerate(self.files):
+            if self.stop is not None and self.stop.is_set():
+                return
             t0 = time.perf_counter()
             try:
                 data = read_source(path, self.settings)

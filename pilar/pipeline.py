@@ -224,6 +224,27 @@ class Pilar:
         run = IngestRun(self.writer, self.embedder, self.settings, [Path(path)], collection)
         return run.run(None, 1, on_page=pages)[0]
 
+    def ingest_job(self, files: list[Path], collection: str, progress: Progress | None = None,
+                   stop: threading.Event | None = None,
+                   cancel: threading.Event | None = None) -> list[IngestResult]:
+        """Ingest ``files`` (exactly as listed: no folder walked, none
+        dropped) into ``collection`` as :meth:`ingest` does, for the
+        server's ingest worker (:mod:`pilar.api.ingest_service`): always in
+        worker processes within the parse budgets (at least one, whatever
+        ``PILAR_WORKERS`` says), embedding several documents per call,
+        this process the one writer. Results come in input order, each
+        passed to ``progress`` as it is stored; once ``stop`` is set no
+        further file is begun (the results are a prefix of ``files``); once
+        ``cancel`` is set :class:`~pilar.errors.IngestCancelled` is raised
+        (what ``progress`` was given is stored whole, nothing else written).
+
+        Raises ``ValueError`` for a ``collection`` that is no collection
+        name and :class:`~pilar.errors.ConfigError` for a bad setting."""
+        check_collection(collection)
+        workers = self.settings.workers or None
+        run = IngestRun(self.writer, self.embedder, self.settings, list(files), collection)
+        return run.run(progress, workers, stop=stop, cancel=cancel)
+
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,
                profile: str | None = None, collections: list[str] | None = None,

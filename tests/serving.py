@@ -73,11 +73,12 @@ class ApiServer:
 
 
 def wait_job(client: httpx.Client, job_id: str, timeout: float = 600) -> dict:
-    """The job's record once it is done or failed (polling ``GET /v1/jobs/{id}``)."""
+    """The job's record once it has ended: done, failed or cancelled
+    (polling ``GET /v1/jobs/{id}``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = client.get(f"/v1/jobs/{job_id}").json()
-        if job["state"] in ("done", "failed"):
+        if job["state"] in ("done", "failed", "cancelled"):
             return job
         time.sleep(0.3)
     raise TimeoutError(f"job {job_id} still {job['state']}")

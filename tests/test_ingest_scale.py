@@ -4,6 +4,8 @@ real SQLite stores)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -144,3 +146,34 @@ def test_a_pdf_reports_its_pages_from_a_worker_as_in_process(workers):
     assert {tag for tag, _, _ in reports} == {"pdf"}
     done = [d for _, d, _ in reports]
     assert done == sorted(done) and reports[-1] == ("pdf", 3, 3)
+
+
+def test_an_ingest_told_to_stop_or_cancel_keeps_exactly_what_it_reported(tmp_path):
+    from pilar.errors import IngestCancelled
+
+    html = sorted(CORPUS.glob("*.html"))
+    empty = tmp_path / "empty.html"
+    empty.write_bytes(b"")
+    files = [html[0], empty, *html[1:8]]  # the empty file stores the first one at once
+    p = Pilar(home=tmp_path / "home")
+    stop = threading.Event()
+    results = p.ingest_job(files, "default", lambda r: stop.set(), stop=stop)
+    # no file is begun once told to stop: the files begun are finished, in order
+    assert 2 <= len(results) < len(files)
+    assert [r.path for r in results] == [str(f) for f in files[:len(results)]]
+    assert [r.status for r in results[:2]] == ["ingested", "failed"]
+    assert sorted(d.doc_id for d in p.docs()) == sorted(r.doc_id for r in results if r.doc_id)
+    # cancelled at the first result: what was reported is stored, nothing else
+    cancel, reported = threading.Event(), []
+
+    def progress(result) -> None:
+        reported.append(result)
+        cancel.set()
+
+    with pytest.raises(IngestCancelled):
+        p.ingest_job([html[8], empty, *html[9:]], "other", progress, cancel=cancel)
+    assert [r.status for r in reported][:1] == ["ingested"]
+    assert sorted(d.doc_id for d in p.docs(collections=["other"])) == \
+        sorted(r.doc_id for r in reported if r.doc_id)
+    assert len(p.docs(collections=["other"])) < len(html[8:])
+    p.close()

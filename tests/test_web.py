@@ -28,6 +28,7 @@ SHOTS = ROOT / "bench" / "out" / "web"
 PDF = ROOT / "examples" / "203-788.pdf"  # "Kurt Maschler Award", 2 pages
 HTML = ROOT / "examples" / "204-541.html"  # "List of tallest buildings in Kanpur"
 STORED = ROOT / "examples" / "204-903.html"  # "Sophie Colquhoun", stored before the page opens
+SCAN = ROOT / "tests" / "fixtures" / "pdf" / "204-268-scan-p1.pdf"  # no text layer: OCR'd
 QUESTION = "which illustrator was responsible for the last award winner?"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -94,6 +95,26 @@ def page(browser, server):
     yield tab
     context.close()
     assert not errors, errors
+
+
+def drop(page, files: list[tuple[str, bytes, str]]) -> None:
+    """Drop ``files`` (name, bytes, type) on the page's upload area, as a user would."""
+    dropped = page.evaluate_handle("""files => {
+        const dt = new DataTransfer();
+        for (const [name, b64, type] of files) {
+            const bytes = Uint8Array.from(atob(b64), ch => ch.charCodeAt(0));
+            dt.items.add(new File([bytes], name, {type}));
+        }
+        return dt;
+    }""", [[n, base64.b64encode(b).decode(), t] for n, b, t in files])
+    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
+
+
+def state_of(card, state: str) -> None:
+    """Wait until the job ``card`` (a locator) shows ``state``."""
+    from playwright.sync_api import expect
+
+    expect(card).to_have_attribute("data-state", state, timeout=WAIT)
 
 
 def shot(page, name: str) -> None:
@@ -172,18 +193,10 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     files = [(PDF.name, PDF.read_bytes(), "application/pdf"),
              (HTML.name, HTML.read_bytes(), "text/html"),
              ("broken.pdf", b"%PDF-1.7\nthis is not a PDF body\n", "application/pdf")]
-    dropped = page.evaluate_handle("""files => {
-        const dt = new DataTransfer();
-        for (const [name, b64, type] of files) {
-            const bytes = Uint8Array.from(atob(b64), ch => ch.charCodeAt(0));
-            dt.items.add(new File([bytes], name, {type}));
-        }
-        return dt;
-    }""", [[n, base64.b64encode(b).decode(), t] for n, b, t in files])
-    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
+    drop(page, files)
     job = page.locator(".job").first
     job.locator("li").first.wait_for()  # the job's first event arrived
-    page.wait_for_selector(".job[data-state=done]")
+    state_of(job, "done")  # the upload's card (the key's earlier jobs are listed below it)
     assert job.locator("progress").evaluate("p => [p.value, p.max]") == [3, 3]
     statuses = dict(zip(
         [t.split(":")[0] for t in job.locator("li").all_inner_texts()],
@@ -353,6 +366,31 @@ def _image(png: bytes):
     from PIL import Image
 
     return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+@pytest.mark.browser
+def test_jobs_panel_lists_the_keys_jobs_and_cancels_one(page, api, stored):
+    page.goto("/")
+    page.fill("#key-input", KEY)
+    page.press("#key-input", "Enter")
+    page.wait_for_selector("#app:not([hidden])")
+    listed = [j["job_id"] for j in api.get("/v1/jobs").json()["items"]]
+    cards = page.locator("#jobs .job")
+    cards.nth(len(listed) - 1).wait_for()
+    assert cards.evaluate_all("cs => cs.map(c => c.dataset.jobId)") == listed
+    assert page.locator("#jobs .job .cancel:visible").count() == 0  # all ended
+    before = api.get("/v1/documents").json()["total"]
+    # a scanned page (OCR takes seconds), cancelled from its card while it runs
+    drop(page, [(SCAN.name, SCAN.read_bytes(), "application/pdf")])
+    card = page.locator(".job").first
+    card.locator(".cancel").wait_for(state="visible")
+    card.locator(".cancel").click()
+    state_of(card, "cancelled")
+    shot(page, "12-job-cancelled.png")
+    assert card.locator(".cancel").is_hidden()
+    job = api.get(f"/v1/jobs/{card.get_attribute('data-job-id')}").json()
+    assert job["state"] == "cancelled" and [f["status"] for f in job["files"]] == ["cancelled"]
+    assert api.get("/v1/documents").json()["total"] == before
 
 
 @pytest.mark.browser

@@ -1,10 +1,12 @@
 """The FastAPI app: ``create_app(pilar)`` wires the routers, keys, limits,
-errors, the ingest worker and the MCP endpoint around one :class:`~pilar.Pilar`."""
+errors, the job store, the ingest worker process and the MCP endpoint
+around one :class:`~pilar.Pilar`."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -12,7 +14,8 @@ from starlette.routing import Route
 from pilar import Pilar, __version__
 from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
-from pilar.api.jobs import IngestWorker, JobStore
+from pilar.api.ingest_service import start_worker, stop_worker
+from pilar.api.jobs import EvalRunner, JobStore
 from pilar.api.mcp_server import build_mcp
 from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import RateLimiter
@@ -43,6 +46,29 @@ class McpGate:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class ModelLoad:
+    """The embedding model of queries, loaded in a thread when the server
+    starts (``/readyz`` says ``loading`` until it is): :attr:`problem` is
+    None once loaded, else ``"loading"`` or why it failed (one line)."""
+
+    def __init__(self, pilar: Pilar):
+        self.problem: str | None = "loading"
+        self._thread = threading.Thread(target=self._load, args=(pilar,), name="pilar-model",
+                                        daemon=True)
+
+    def start(self) -> "ModelLoad":
+        self._thread.start()
+        return self
+
+    def _load(self, pilar: Pilar) -> None:
+        try:
+            pilar.embedder.query("ready")  # the query encoder, as a search embeds
+            self.problem = None
+        except Exception as exc:  # noqa: BLE001 - reported by /readyz, and logged
+            self.problem = f"failed ({(str(exc).splitlines() or [type(exc).__name__])[0]})"
+            log.error("the embedding model could not be loaded: %s", self.problem)
 
 
 class PilarAPI(FastAPI):
@@ -93,9 +119,13 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     Settings come from ``pilar.settings``: ``PILAR_API_KEYS``,
     ``PILAR_INGEST_ROOTS``, ``PILAR_API_CORS_ORIGINS``, the body and upload
-    limits, ``PILAR_API_RATE_LIMIT``, ``PILAR_API_IMAGE_CACHE_BYTES``. Starting the app (its
-    lifespan) marks jobs left unfinished by a stopped server failed (removing
-    the uploads they did not store) and starts the ingest worker. Raises
+    limits, ``PILAR_API_RATE_LIMIT``, ``PILAR_API_IMAGE_CACHE_BYTES``,
+    ``PILAR_API_INGEST_WORKER``. Starting the app (its lifespan) marks the
+    evaluations a stopped server left unfinished failed (ingest jobs are
+    resumed by a worker once their lease runs out), starts the ingest
+    worker process (:mod:`pilar.api.ingest_service`,
+    which it stops on shutdown), the evaluation thread, and the loading of
+    the query embedding model (``/readyz`` waits for it). Raises
     :class:`~pilar.errors.ConfigError` for a malformed ``PILAR_API_KEYS`` or
     ``PILAR_INGEST_ROOTS``."""
     settings = pilar.settings
@@ -109,21 +139,23 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        store = JobStore(settings.home / "jobs.sqlite")
-        worker = IngestWorker(pilar, store, settings.uploads, paths.shown)
-        failed = store.fail_orphans()
-        for job in failed:
-            worker.discard_unstored(job)
+        store = JobStore(settings.home / "jobs.sqlite", settings.job_lease_seconds)
+        failed = store.fail_orphans("eval", ("queued", "running", "cancelling"))
         if failed:
-            log.warning("marked %d unfinished ingest job(s) failed (server restarted)",
+            log.warning("marked %d unfinished evaluation(s) failed (server restarted)",
                         len(failed))
-        worker.start()
-        app.state.jobs, app.state.worker = store, worker
+        worker = start_worker(settings.home) if settings.api_ingest_worker else None
+        evals = EvalRunner(store)
+        evals.start()
+        app.state.jobs, app.state.evals, app.state.ingest_worker = store, evals, worker
+        app.state.model = ModelLoad(pilar).start()
         try:
             async with mcp.session_manager.run():
                 yield
         finally:
-            worker.stop()
+            evals.stop()
+            if worker is not None:
+                stop_worker(worker)
             store.close()
 
     app = PilarAPI(title="pilar", version=__version__, lifespan=lifespan,

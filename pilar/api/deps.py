@@ -31,15 +31,25 @@ Unlimited = Annotated[Access, Depends(unlimited)]
 """A caller whose key sees every collection (403 otherwise)."""
 
 
+def owner(request: Request, caller: Access = Depends(access)) -> str:
+    """FastAPI dependency: who the request is (:func:`caller_id`: a digest of
+    its key when keys are configured, else its client address): the owner
+    of the jobs it submits, the unit of fair scheduling and of rate limits."""
+    keys = request.app.state.keyring.enabled
+    return caller_id(presented(request.headers) if keys else None,
+                     request.client.host if request.client else None)
+
+
+Owner = Annotated[str, Depends(owner)]
+"""The caller as an owner of jobs (after authentication)."""
+
+
 def rate_limit(operation: str):
     """A route dependency counting the request against the caller's
     ``PILAR_API_RATE_LIMIT`` for ``operation`` (authentication first, so an
     invalid key is a 401, not counted); 429 with ``Retry-After`` when over it."""
 
-    def limited(request: Request, caller: Access = Depends(access)) -> None:
-        keys = request.app.state.keyring.enabled
-        who = caller_id(presented(request.headers) if keys else None,
-                        request.client.host if request.client else None)
+    def limited(request: Request, who: str = Depends(owner)) -> None:
         refused = request.app.state.rate_limiter.refusal(operation, who)
         if refused:
             message, wait = refused

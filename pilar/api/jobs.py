@@ -1,20 +1,39 @@
-"""Ingest and evaluation jobs: records in a small SQLite file and one worker thread.
+"""Job records and the queue they make: one SQLite file (``PILAR_HOME/jobs.sqlite``,
+WAL) shared by the API's processes and the ingest worker.
 
 ``POST /v1/documents`` streams the uploaded files into
 ``PILAR_HOME/uploads/<job>/`` (:mod:`pilar.api.uploads`) or takes
-server-side paths, and queues a job; the worker ingests the files one by
-one through the facade, saving the job's record after every file, so a
-client may disconnect and come back (``GET /v1/jobs/{id}``, SSE events).
+server-side paths, and records a ``queued`` job (:meth:`JobStore.create`):
+the API never parses. The ingest worker, a process beside the API
+(:mod:`pilar.api.ingest_service`, ``pilar worker``), claims jobs from this
+store fairly between callers (:meth:`JobStore.claim`: round-robin over
+the callers with work waiting, a caller's jobs oldest first) and records
+each file's outcome as it is stored, so a client may disconnect and come
+back (``GET /v1/jobs/{id}``, SSE events). Every change of a record is one
+transaction (:meth:`JobStore.update`), so the API's cancel
+(:meth:`JobStore.cancel`) and the worker's progress never overwrite each
+other.
+
+A worker holds the job it runs with a lease (``PILAR_JOB_LEASE_SECONDS``)
+that it renews while it works (:meth:`JobStore.renew`); a worker that dies
+(a crash, a killed server, a lost host) stops renewing, and once the lease
+has run out any worker of the same job store takes the job up from its
+first file not done (:meth:`JobStore.claim`). Every file's outcome is
+recorded by its lease holder only (:class:`LeaseLost` otherwise), and a
+document is stored whole or not at all, so a resumed job ingests each file
+once: a file the dead worker stored but had not recorded is found stored
+(``unchanged``), one it left half-written on a two-store stack is removed
+and written afresh (:class:`~pilar.ingest_run.IngestRun`).
+
 An uploaded file that is not stored (it failed, or the job stopped before
-it) is removed at once; a stored one stays as its document's source until
-the document is deleted. A job's record names its files as the client
-gave them and never shows a server path (:meth:`IngestWorker.submit`).
-``POST /v1/eval`` queues an evaluation in the same worker: its record shows
-the questions done and, at the end, the report (:meth:`IngestWorker.submit_eval`).
-Each document is written atomically by the facade, so a job that stops
-mid-way leaves its finished documents whole and nothing of the one it was
-on. When the server starts, jobs left queued or running by a process that
-is gone are marked ``failed`` with a reason (:meth:`JobStore.fail_orphans`).
+it) is removed; a stored one stays as its document's source until the
+document is deleted (:func:`discard_unstored`). A job's record names its
+files as the client gave them and never shows a server path; the paths
+are kept beside it for the worker. ``POST /v1/eval`` queues an
+evaluation in a thread of the API process (:class:`EvalRunner`): it only
+searches. When a server starts, the evaluations left unfinished by a
+process that is gone are marked ``failed`` with a reason
+(:meth:`JobStore.fail_orphans`); ingest jobs wait for a worker.
 """
 
 from __future__ import annotations
@@ -23,23 +42,23 @@ import json
 import logging
 import os
 import queue
+import socket
 import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Callable
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from pilar import Pilar
-from pilar.api import scoping
-from pilar.api.models import Job, JobFile, JobProgress, Shown
-from pilar.errors import PilarError
+from pilar.api.models import Job, JobFile, JobProgress, JobState, now
+from pilar.errors import IngestCancelled, PilarError
 from pilar.writes import discard_upload
 
 log = logging.getLogger("pilar.api")
 
-RESTARTED = ("the server stopped before this job finished; files not marked ingested, "
-             "replaced or unchanged were not stored")
+RESTARTED = "the server stopped before this evaluation finished"
+CANCELLED = "the job was cancelled before this file was stored"
 STORED = ("ingested", "replaced", "unchanged", "new_source")
 """File statuses of a job whose bytes are a stored document's source."""
 
@@ -51,59 +70,246 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_at TEXT NOT NULL,
     record     TEXT NOT NULL
 );
+"""
+_COLUMNS = {"kind": "TEXT NOT NULL DEFAULT 'ingest'",
+            "owner": "TEXT NOT NULL DEFAULT ''",
+            "paths": "TEXT NOT NULL DEFAULT '[]'",
+            "holder": "TEXT NOT NULL DEFAULT ''",
+            "lease_until": "REAL NOT NULL DEFAULT 0"}
+"""Columns added since the first version of the table (added to an older file on open)."""
+_INDEXES = """
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE INDEX IF NOT EXISTS jobs_owner ON jobs(owner, created_at);
 """
 
 
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+def counts(files: list[JobFile]) -> dict[str, int]:
+    """How many of ``files`` have each status."""
+    out: dict[str, int] = {}
+    for f in files:
+        out[f.status] = out.get(f.status, 0) + 1
+    return out
+
+
+def ended(files: list[JobFile]) -> tuple[JobState, str | None]:
+    """``(state, reason)`` of an ingest job whose files were all tried:
+    ``failed`` when none of them went in (the reason is the one file's, or
+    says how many failed), else ``done``."""
+    if files and all(f.status == "failed" for f in files):
+        return "failed", files[0].reason if len(files) == 1 else \
+            f"none of the {len(files)} files was ingested"
+    return "done", None
+
+
+class LeaseLost(Exception):
+    """This worker's lease on a job ran out and another worker holds it now."""
 
 
 class JobStore:
     """Job records (:class:`~pilar.api.models.Job` as JSON) in ``path``, one
-    SQLite file (WAL) shared by every server process. Thread-safe."""
+    SQLite file (WAL) shared by the server's processes and its ingest
+    workers, each change one transaction. Thread-safe. Beside each record:
+    its ``owner`` (who submitted it: :func:`pilar.api.ratelimit.caller_id`,
+    a digest, never shown), the server paths of its files and the lease of
+    the worker running it (``lease_seconds`` long, held by :attr:`holder`:
+    host, process and a random part, so ids never collide across hosts)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, lease_seconds: float = 30.0):
+        self.lease_seconds = lease_seconds
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA busy_timeout=10000")
-        self._conn.executescript(_SCHEMA)
+        self._conn.execute("PRAGMA busy_timeout=30000")
         self._lock = threading.Lock()
+        c = self._conn
+        c.executescript(_SCHEMA)
+        have = {row[1] for row in c.execute("PRAGMA table_info(jobs)")}
+        for name, decl in _COLUMNS.items():
+            if name not in have:
+                try:
+                    c.execute(f"ALTER TABLE jobs ADD COLUMN {name} {decl}")
+                except sqlite3.OperationalError:  # another process added it meanwhile
+                    pass
+        c.executescript(_INDEXES)
 
-    def save(self, job: Job) -> None:
-        """Insert or replace ``job`` (owned by this process)."""
-        job.updated_at = now()
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: other processes wait)."""
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO jobs (job_id, state, owner_pid, created_at, record) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (job.job_id, job.state, os.getpid(), job.created_at, job.model_dump_json()))
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _put(self, c: sqlite3.Connection, job: Job, pid: int | None = None) -> None:
+        job.updated_at = now()
+        if pid is None:
+            c.execute("UPDATE jobs SET state = ?, record = ? WHERE job_id = ?",
+                      (job.state, job.model_dump_json(), job.job_id))
+        else:
+            c.execute("UPDATE jobs SET state = ?, record = ?, owner_pid = ? WHERE job_id = ?",
+                      (job.state, job.model_dump_json(), pid, job.job_id))
+
+    def create(self, job: Job, owner: str, paths: list[Path] = ()) -> Job:
+        """Record the new ``job`` of ``owner`` (its files' server ``paths``,
+        in order), entering its state (``queued``)."""
+        job.enter(job.state)
+        job.updated_at = now()
+        with self._write() as c:
+            c.execute("INSERT INTO jobs (job_id, kind, state, owner, owner_pid, created_at, "
+                      "paths, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      (job.job_id, job.kind, job.state, owner, os.getpid(), job.created_at,
+                       json.dumps([str(p) for p in paths]), job.model_dump_json()))
+        return job
 
     def get(self, job_id: str) -> Job | None:
+        """The record of ``job_id``, None when there is none."""
         with self._lock:
             row = self._conn.execute("SELECT record FROM jobs WHERE job_id = ?",
                                      (job_id,)).fetchone()
         return Job.model_validate_json(row[0]) if row else None
 
-    def fail_orphans(self) -> list[Job]:
-        """Mark ``failed`` the jobs left queued or running by processes that
-        no longer run (a restart); returns them."""
+    def state(self, job_id: str) -> JobState | None:
+        """The state of ``job_id`` (one small read), None when there is none."""
         with self._lock:
-            rows = self._conn.execute("SELECT record, owner_pid FROM jobs "
-                                      "WHERE state IN ('queued', 'running')").fetchall()
+            row = self._conn.execute("SELECT state FROM jobs WHERE job_id = ?",
+                                     (job_id,)).fetchone()
+        return row[0] if row else None
+
+    def update(self, job_id: str, change: Callable[[Job], None], claim: bool = False,
+               hold: bool = False) -> Job:
+        """Apply ``change`` to the stored record of ``job_id`` and save it,
+        in one transaction; with ``claim`` this process becomes the job's
+        holder (an evaluation's); with ``hold`` only while this worker holds
+        the job's lease, which is renewed (:class:`LeaseLost` otherwise,
+        nothing changed). Returns the saved record; raises ``KeyError`` for
+        an unknown job."""
+        with self._write() as c:
+            row = c.execute("SELECT record, holder FROM jobs WHERE job_id = ?",
+                            (job_id,)).fetchone()
+            if row is None:
+                raise KeyError(job_id)
+            if hold and row[1] != self.holder:
+                raise LeaseLost(job_id)
+            job = Job.model_validate_json(row[0])
+            change(job)
+            self._put(c, job, os.getpid() if claim else None)
+            if hold:
+                c.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ?",
+                          (time.time() + self.lease_seconds, job_id))
+        return job
+
+    def renew(self, job_id: str) -> bool:
+        """Extend this worker's lease on ``job_id`` by :attr:`lease_seconds`;
+        False when it holds the lease no more (another worker took the job up)."""
+        with self._write() as c:
+            return c.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ? AND holder = ?",
+                             (time.time() + self.lease_seconds, job_id,
+                              self.holder)).rowcount == 1
+
+    def owned(self, owner: str, states: list[str] | None = None) -> list[Job]:
+        """The jobs of ``owner`` (in ``states`` when given), newest first."""
+        sql, params = "SELECT record FROM jobs WHERE owner = ?", [owner]
+        if states:
+            sql += " AND state IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(states))
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY created_at DESC, rowid DESC",
+                                      params).fetchall()
+        return [Job.model_validate_json(r[0]) for r in rows]
+
+    def claim(self, after: str | None) -> tuple[Job, str, list[Path]] | None:
+        """The ingest job to work on next, for this worker: round-robin over
+        the owners with runnable jobs (queued; running or cancelling held by
+        this worker between two slices, or by a worker whose lease has run
+        out), taking the first owner after ``after`` in their order
+        (wrapping round), and that owner's oldest such job, leased to this
+        worker. A queued job enters ``running``; a job taken from a worker
+        whose lease ran out resumes: its files that worker had begun are
+        queued again. ``(job, owner, paths)``, or None when no job waits."""
+        with self._write() as c:
+            rows = c.execute(
+                "SELECT job_id, owner FROM jobs WHERE kind = 'ingest' AND (state = 'queued' "
+                "OR (state IN ('running', 'cancelling') AND (holder = ? OR lease_until < ?))) "
+                "ORDER BY created_at, rowid", (self.holder, time.time())).fetchall()
+            if not rows:
+                return None
+            first: dict[str, str] = {}
+            for job_id, owner in rows:
+                first.setdefault(owner, job_id)
+            owners = sorted(first)
+            owner = next((o for o in owners if after is not None and o > after), owners[0])
+            job_id = first[owner]
+            record, paths, holder = c.execute(
+                "SELECT record, paths, holder FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+            job = Job.model_validate_json(record)
+            if job.state == "queued":
+                job.enter("running")
+            elif holder != self.holder:  # its worker's lease ran out: resumed here
+                log.warning("ingest job %s resumed: the lease of %s ran out", job_id, holder)
+                for f in job.files:
+                    if f.status == "running":
+                        f.status = "queued"
+                job.counts = counts(job.files)
+            self._put(c, job, os.getpid())
+            c.execute("UPDATE jobs SET holder = ?, lease_until = ? WHERE job_id = ?",
+                      (self.holder, time.time() + self.lease_seconds, job_id))
+        return job, owner, [Path(p) for p in json.loads(paths)]
+
+    def waiting(self, besides: str) -> bool:
+        """Whether an owner other than ``besides`` has an ingest job queued or running."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT 1 FROM jobs WHERE kind = 'ingest' AND state IN ('queued', 'running') "
+                "AND owner != ? LIMIT 1", (besides,)).fetchone()
+        return row is not None
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel ``job_id``: a queued job is ``cancelled`` at once (its files
+        ``cancelled``), a running one ``cancelling`` (its worker stops it
+        and marks it ``cancelled``); an ended or cancelling job is left as
+        it is. Returns the record; raises ``KeyError`` for an unknown job."""
+
+        def change(job: Job) -> None:
+            if job.state == "queued":
+                for f in job.files:
+                    f.status, f.reason, f.finished_at = "cancelled", CANCELLED, now()
+                job.counts = counts(job.files)
+                job.enter("cancelled")
+            elif job.state == "running":
+                job.enter("cancelling")
+
+        return self.update(job_id, change)
+
+    def fail_orphans(self, kind: str, states: tuple[str, ...]) -> list[Job]:
+        """Mark ``failed`` the ``kind`` jobs in ``states`` held by processes of
+        this host that no longer run (a restart or a crash: evaluations run in
+        the server's process); returns them."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT job_id, owner_pid FROM jobs WHERE kind = ? AND state IN "
+                "(SELECT value FROM json_each(?))", (kind, json.dumps(states))).fetchall()
         failed = []
-        for record, pid in rows:
+        for job_id, pid in rows:
             if pid != os.getpid() and _alive(pid):
                 continue
-            job = Job.model_validate_json(record)
-            job.state, job.reason = "failed", RESTARTED
-            for f in job.files:
-                if f.status in ("queued", "running"):
-                    f.status, f.reason = "failed", "not ingested: the server stopped"
-            job.counts = _counts(job.files)
-            self.save(job)
-            failed.append(job)
+
+            def change(job: Job) -> None:
+                if job.state not in states:  # moved on meanwhile
+                    return
+                for f in job.files:
+                    if f.status in ("queued", "running"):
+                        f.status, f.reason = "failed", "not ingested: the server stopped"
+                job.counts = counts(job.files)
+                job.enter("failed", RESTARTED)
+
+            job = self.update(job_id, change)
+            if job.state == "failed":
+                failed.append(job)
         return failed
 
     def close(self) -> None:
@@ -120,153 +326,108 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _counts(files: list[JobFile]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for f in files:
-        out[f.status] = out.get(f.status, 0) + 1
-    return out
+def new_job(collection: str, job_id: str | None = None, files: list[str] = ()) -> Job:
+    """A fresh queued ingest job into ``collection`` of the files named
+    ``files`` (as the client gave them); a new id unless given
+    (:func:`upload_folder`'s)."""
+    stamp = now()
+    job = Job(job_id=job_id or uuid.uuid4().hex, state="queued", collection=collection,
+              created_at=stamp, updated_at=stamp, files=[JobFile(name=n) for n in files])
+    job.counts = counts(job.files)
+    return job
 
 
-def _ended(files: list[JobFile]) -> tuple[str, str | None]:
-    """``(state, reason)`` of an ingest job whose files were all tried:
-    ``failed`` when none of them went in (the reason is the one file's, or
-    says how many failed), else ``done``."""
-    if files and all(f.status == "failed" for f in files):
-        return "failed", files[0].reason if len(files) == 1 else \
-            f"none of the {len(files)} files was ingested"
-    return "done", None
+def upload_folder(uploads: Path) -> tuple[str, Path]:
+    """A fresh job id and the folder below ``uploads`` its files go to (not created)."""
+    job_id = uuid.uuid4().hex
+    return job_id, uploads / job_id
 
 
-class IngestWorker:
-    """Runs queued jobs (ingest and evaluation) one after another in a
-    daemon thread (the one writer of the embedded store within this process)."""
+def discard_unstored(job: Job, uploads: Path) -> None:
+    """Remove the uploaded bytes (below ``uploads``) of ``job``'s files that
+    are not a stored document's source (:data:`STORED`); a job of server
+    paths has none."""
+    for i, f in enumerate(job.files):
+        if f.status not in STORED:
+            discard_upload(uploads / job.job_id / f"{i + 1:03d}", uploads)
 
-    def __init__(self, pilar: Pilar, store: JobStore, uploads: Path, shown: Shown):
-        self.pilar = pilar
+
+class EvalRunner:
+    """Runs queued evaluation jobs one after another in a daemon thread of
+    the API process (an evaluation searches; it never parses)."""
+
+    def __init__(self, store: JobStore):
         self.store = store
-        self.uploads = uploads.resolve()
-        self.shown = shown
-        self._queue: queue.Queue[tuple[Job, Callable[[Job], None]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="pilar-ingest", daemon=True)
+        self._queue: queue.Queue[tuple[Job, Callable] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="pilar-eval", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Ask the thread to stop after its current file's job; unfinished jobs
-        are marked failed at the next start."""
+        """Ask the thread to stop after its current job; an unfinished job is
+        marked failed at the next start."""
         self._queue.put(None)
         self._thread.join(timeout)
 
-    def new_job(self, collection: str, job_id: str | None = None) -> Job:
-        """A fresh ingest job into ``collection`` (a new id unless given:
-        :meth:`upload_folder`'s)."""
-        stamp = now()
-        return Job(job_id=job_id or uuid.uuid4().hex, state="queued", collection=collection,
-                   created_at=stamp, updated_at=stamp, files=[])
-
-    def upload_folder(self) -> tuple[str, Path]:
-        """A fresh job id and the folder its uploads go to (not created)."""
-        job_id = uuid.uuid4().hex
-        return job_id, self.uploads / job_id
-
-    def discard_unstored(self, job: Job) -> None:
-        """Remove the uploaded bytes of ``job``'s files that are not a stored
-        document's source (:data:`STORED`); a job of server paths has none."""
-        for i, f in enumerate(job.files):
-            if f.status not in STORED:
-                discard_upload(self.uploads / job.job_id / f"{i + 1:03d}", self.uploads)
-
-    def submit(self, job: Job, files: list[tuple[str, Path]]) -> Job:
-        """Queue ``files`` (the name the client gave, path on the server) as
-        ``job``; the record shows only the names."""
-        job.files = [JobFile(name=name) for name, _ in files]
-        job.counts = _counts(job.files)
-        self.store.save(job)
-        paths = [path for _, path in files]
-        self._queue.put((job, lambda j: self._ingest(j, paths)))
-        return job
-
-    def submit_eval(self, collections: list[str] | None, total: int,
-                    run: Callable[[Callable[[int, int], None]], object]) -> Job:
-        """Queue an evaluation reading ``collections`` (None = all) of
-        ``total`` questions: ``run(progress)`` returns the
+    def submit(self, owner: str, collections: list[str] | None, total: int,
+               run: Callable[[Callable[[int, int], None]], object]) -> Job:
+        """Queue an evaluation of ``owner`` reading ``collections`` (None =
+        all) of ``total`` questions: ``run(progress)`` returns the
         :class:`~pilar.eval.run.EvalReport` and calls ``progress(done, total)``
-        after each question; the job's record follows it."""
+        after each question; the job's record follows it, and a cancel
+        stops it at the next question."""
         stamp = now()
         job = Job(job_id=uuid.uuid4().hex, kind="eval", state="queued", collection="",
                   collections=collections, created_at=stamp, updated_at=stamp,
                   progress=JobProgress(total=total))
-        self.store.save(job)
-        self._queue.put((job, lambda j: self._evaluate(j, run)))
+        self.store.create(job, owner)
+        self._queue.put((job, run))
         return job
 
     def _run(self) -> None:
-        try:  # documents a crashed writer left pending are removed first
-            removed = self.pilar.recover()
-            if removed:
-                log.warning("removed %d document(s) a stopped write left unfinished", len(removed))
-        except Exception:  # noqa: BLE001 - the next ingest retries the recovery
-            log.exception("recovery of unfinished documents failed")
         while True:
             item = self._queue.get()
             if item is None:
                 return
-            job, work = item
+            job, run = item
             try:
-                work(job)
+                self._evaluate(job.job_id, run)
+            except IngestCancelled:
+                self.store.update(job.job_id, lambda j: j.enter("cancelled"))
             except PilarError as exc:  # e.g. an evaluation on an emptied store
-                job.state, job.reason = "failed", str(exc).splitlines()[0]
-                self.store.save(job)
-            except Exception as exc:  # noqa: BLE001 - the worker must outlive any job
-                log.exception("%s job %s failed", job.kind, job.job_id)
-                job.state, job.reason = "failed", f"unexpected {type(exc).__name__}"
-                job.counts = _counts(job.files)
-                self.store.save(job)
-            finally:
-                self.discard_unstored(job)
+                reason = str(exc).splitlines()[0]
+                self.store.update(job.job_id, lambda j: j.enter("failed", reason))
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any job
+                log.exception("eval job %s failed", job.job_id)
+                reason = f"unexpected {type(exc).__name__}"
+                self.store.update(job.job_id, lambda j: j.enter("failed", reason))
 
-    def _ingest(self, job: Job, paths: list[Path]) -> None:
-        job.state = "running"
-        self.store.save(job)
-        for entry, path in zip(job.files, paths, strict=True):
-            entry.status = "running"
-            self.store.save(job)
-            result = scoping.ingest_file(self.pilar, path, job.collection)
-            entry.status, entry.doc_id = result.status, result.doc_id
-            entry.reason = self._reason(result, path, entry.name)
-            if result.status not in STORED and path.is_relative_to(self.uploads):
-                discard_upload(path.parent, self.uploads)
-            entry.n_pages, entry.warnings = result.n_pages, list(result.warnings)
-            entry.seconds = round(result.seconds, 3)
-            job.counts = _counts(job.files)
-            self.store.save(job)
-        job.state, job.reason = _ended(job.files)
-        self.store.save(job)
+    def _evaluate(self, job_id: str, run: Callable) -> None:
+        def start(job: Job) -> None:
+            if job.state == "queued":
+                job.enter("running")
 
-    def _reason(self, result, path: Path, name: str) -> str | None:
-        """``result``'s reason as the client may read it: for ``new_source``
-        the stored document's path as shown (:attr:`shown`), otherwise with
-        this file's server path replaced by its ``name``."""
-        if result.reason is None:
-            return None
-        if result.status == "new_source":
-            return self.shown(result.reason)
-        return result.reason.replace(str(path.resolve()), name).replace(str(path), name)
-
-    def _evaluate(self, job: Job, run: Callable[[Callable[[int, int], None]], object]) -> None:
-        job.state = "running"
-        self.store.save(job)
+        if self.store.update(job_id, start, claim=True).state != "running":
+            return  # cancelled while queued
 
         def progress(done: int, total: int) -> None:
-            job.progress = JobProgress(done=done, total=total)
-            self.store.save(job)
+            def change(job: Job) -> None:
+                job.progress = JobProgress(done=done, total=total)
 
-        job.report = run(progress)
-        job.state = "done"
-        self.store.save(job)
+            if self.store.update(job_id, change).state == "cancelling":
+                raise IngestCancelled("the evaluation was cancelled")
+
+        report = run(progress)
+
+        def finish(job: Job) -> None:
+            job.report = report
+            job.enter("cancelled" if job.state == "cancelling" else "done")
+
+        self.store.update(job_id, finish)
 
 
 def job_events_key(job: Job) -> str:
-    """What changes between two SSE events of a job (its JSON without the clock)."""
-    return json.dumps(job.model_dump(exclude={"updated_at"}), sort_keys=True)
+    """What changes between two SSE ``progress`` events of a job (its JSON
+    without the clock and the state history)."""
+    return json.dumps(job.model_dump(exclude={"updated_at", "history"}), sort_keys=True)

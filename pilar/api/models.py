@@ -10,6 +10,7 @@ read as is). Units as in :mod:`pilar.model`: bounding boxes in PDF points
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -240,9 +241,18 @@ class PathsRequest(BaseModel):
     collection: CollectionName = DEFAULT_COLLECTION
 
 
-JobState = Literal["queued", "running", "done", "failed"]
-FileState = Literal["queued", "running"] | IngestStatus
-"""A file of a job: waiting, being ingested, or its :class:`~pilar.model.IngestResult` status."""
+def now() -> str:
+    """The time now, UTC, ISO 8601 to the millisecond (job records' clock)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+JobState = Literal["queued", "running", "cancelling", "done", "failed", "cancelled"]
+"""``cancelling``: a cancel was asked of a running job, whose worker stops it."""
+ENDED: tuple[JobState, ...] = ("done", "failed", "cancelled")
+"""The states a job never leaves."""
+FileState = Literal["queued", "running", "cancelled"] | IngestStatus
+"""A file of a job: waiting, being ingested, not ingested because the job
+was cancelled, or its :class:`~pilar.model.IngestResult` status."""
 
 
 class JobFile(BaseModel):
@@ -255,6 +265,15 @@ class JobFile(BaseModel):
     reason: str | None = None
     warnings: list[str] = []
     seconds: float = 0.0
+    finished_at: str | None = Field(None, description="when the file's outcome was recorded "
+                                    "(UTC, ISO 8601)")
+
+
+class JobStateChange(BaseModel):
+    """One state a job entered, and when (UTC, ISO 8601)."""
+
+    state: JobState
+    at: str
 
 
 class JobProgress(BaseModel):
@@ -285,6 +304,44 @@ class Job(BaseModel):
     progress: JobProgress | None = None
     report: EvalReport | None = Field(
         None, description="eval: the report, as `pilar eval --json` writes it")
+    history: list[JobStateChange] = Field(
+        [], description="every state the job entered, in order (the SSE `state` events)")
+
+    def enter(self, state: JobState, reason: str | None = None) -> None:
+        """Move to ``state`` (with ``reason``), recorded in :attr:`history`."""
+        self.state = state
+        if reason is not None:
+            self.reason = reason
+        self.history.append(JobStateChange(state=state, at=now()))
+
+
+class JobSummary(BaseModel):
+    """A job as ``GET /v1/jobs`` lists it: its record without the files and report."""
+
+    job_id: str
+    kind: Literal["ingest", "eval"]
+    state: JobState
+    collection: str
+    created_at: str
+    updated_at: str
+    reason: str | None = None
+    n_files: int = 0
+    counts: dict[str, int] = {}
+    progress: JobProgress | None = None
+
+    @classmethod
+    def of(cls, job: "Job") -> "JobSummary":
+        return cls(**job.model_dump(include=set(cls.model_fields) - {"n_files"}),
+                   n_files=len(job.files))
+
+
+class JobList(BaseModel):
+    """A page of the caller's jobs, newest first."""
+
+    items: list[JobSummary]
+    total: int
+    offset: int
+    limit: int
 
 
 class JobAccepted(BaseModel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pilar import Pilar
 from pilar.api.auth import Access
-from pilar.model import Document, IngestResult, SearchResult
+from pilar.model import Document, SearchResult
 
 
 def _names(collections: frozenset[str] | None) -> list[str] | None:
@@ -73,12 +73,6 @@ def job_visible(access: Access, job) -> bool:
         return access.unlimited or (job.collections is not None
                                     and set(job.collections) <= access.collections)
     return access.allows(job.collection)
-
-
-def ingest_file(pilar: Pilar, path, collection: str) -> IngestResult:
-    """Ingest one file into ``collection`` (:meth:`Pilar.ingest_file`); never
-    raises for bad input."""
-    return pilar.ingest_file(path, collection)
 
 
 def page(pilar: Pilar, access: Access, page_id: str):

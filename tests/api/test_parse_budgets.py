@@ -1,8 +1,9 @@
-"""The server's process never parses: an upload is parsed in a worker process
-within the parse budgets, so the 3.5 MB content bomb (inflating to 1 GiB)
-uploaded by a limited key fails its job with one reason while the server
-answers searches throughout, and the worker dies with the server (a real
-``pilar serve``, real uploads)."""
+"""The server's process never parses: an upload is parsed by the ingest
+worker beside the server, in a parse process within the parse budgets, so
+the 3.5 MB content bomb (inflating to 1 GiB) uploaded by a limited key
+fails its job with one reason while the server answers searches
+throughout, and the parse dies with the server (a real ``pilar serve``,
+real uploads)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import psutil
 import pytest
 
 from tests.api.shared import CORPUS, KANPUR, upload
-from tests.processes import kill_and_wait, parse_workers
+from tests.processes import alive, kill_and_wait, parse_workers
 from tests.serving import ApiServer, wait_job
 
 TEAM_A = "team-a-key-0123456789"
@@ -56,10 +57,14 @@ def test_a_bomb_over_the_memory_budget_fails_its_job_and_the_server_answers(
                                                      "(PILAR_PARSE_MEMORY_BYTES)")
         assert answers and set(answers) == {200}  # every search during the job answered
         assert server.proc.poll() is None
-        # the parse ran in a worker: the server's process tree holds none now
-        tree = psutil.Process(server.proc.pid).children(recursive=True)
-        assert [p for p in tree if p.status() != psutil.STATUS_ZOMBIE
-                and p.ppid() != server.proc.pid] == []
+        # the parse ran below the ingest worker beside the server; no parse
+        # process is left, only the worker and its forkserver
+        main = psutil.Process(server.proc.pid)
+        tree = alive(main.children(recursive=True))
+        assert parse_workers([main]) == []
+        (worker,) = [p for p in tree if p.ppid() == main.pid]
+        assert worker.cmdline()[-3:-1] == ["worker", "--parent"]
+        assert all(p.ppid() == worker.pid for p in tree if p != worker)
         assert team_a.get("/v1/documents").json()["total"] == 1
     finally:
         server.stop()

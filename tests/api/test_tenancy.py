@@ -76,7 +76,8 @@ def test_two_teams_upload_the_same_bytes_and_never_meet(served):
             assert {c["source"] for c in hit.json()["packet"]["citations"]} == {NAMES[team]}
             with client.stream("GET", f"/v1/jobs/{jobs[team]['job_id']}/events") as r:
                 events = sse_events("".join(r.iter_text()))
-            assert [e for e, _ in events] == ["end"]
+            assert [(e, d["state"]) for e, d in events] == [
+                ("state", "queued"), ("state", "running"), ("state", "done"), ("end", "done")]
             job = client.get(f"/v1/jobs/{jobs[team]['job_id']}")
             found = client.get("/v1/entities", params={"q": "retford"})
             ent_ids = [e["entity_id"] for e in found.json()["items"]]

@@ -1,5 +1,7 @@
-"""Documents and ingest jobs: ``/v1/documents`` (upload or server paths ->
-202 + job), ``/v1/jobs/{id}`` (+ ``/events``, server-sent events).
+"""Documents and jobs: ``/v1/documents`` (upload or server paths -> 202 +
+a queued job, run by the ingest worker beside the API), ``/v1/jobs`` (the
+caller's jobs), ``/v1/jobs/{id}`` (``DELETE`` cancels; ``/events``,
+server-sent events).
 
 Responses show a document's sources as a client may see them
 (:meth:`pilar.api.paths.ServerPaths.shown`), never a server path."""
@@ -17,10 +19,11 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pilar.api import scoping, uploads
-from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
-from pilar.api.jobs import IngestWorker, JobStore, job_events_key
-from pilar.api.models import (MAX_IDS, CollectionName, Deleted, DocumentList, DocumentOut, Job,
-                              JobAccepted, PathsRequest, Problem, UploadForm, document_out)
+from pilar.api.deps import RATE_LIMITED, Caller, Owner, PathsDep, PilarDep, rate_limit
+from pilar.api.jobs import JobStore, discard_unstored, job_events_key, new_job, upload_folder
+from pilar.api.models import (ENDED, MAX_IDS, CollectionName, Deleted, DocumentList, DocumentOut,
+                              Job, JobAccepted, JobList, JobState, JobSummary, PathsRequest,
+                              Problem, UploadForm, document_out)
 from pilar.api.paths import PathRefused, ServerPaths
 from pilar.config import Settings
 from pilar.ingest.files import select_files
@@ -90,17 +93,23 @@ def writable(caller, collection: str) -> None:
         raise HTTPException(403, f"collection {collection!r} is outside this key's collections")
 
 
+def queue(request: Request, owner: str, collection: str, files: list[tuple[str, Path]],
+          job_id: str | None = None) -> JobAccepted:
+    """Record a job of ``owner`` ingesting ``files`` (name as given, server
+    path) into ``collection``, queued for the ingest worker; the 202 answer."""
+    job = new_job(collection, job_id, [name for name, _ in files])
+    request.app.state.jobs.create(job, owner, [path for _, path in files])
+    return accepted(job)
+
+
 def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["documents"], responses=ERRORS)
-
-    def worker(request: Request) -> IngestWorker:
-        return request.app.state.worker
 
     @router.post("/documents", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("upload")], max_body_size=settings.api_max_upload_bytes,
                  openapi_extra=UPLOAD_BODY,
                  responses={403: {"model": Problem}, 413: {"model": Problem}, **RATE_LIMITED})
-    async def upload(request: Request, caller: Caller):
+    async def upload(request: Request, caller: Caller, owner: Owner):
         """Upload files (multipart: ``files`` parts with their file names,
         optionally ``collection``), written to disk as they arrive, and queue
         an ingest job; answers 202 with the job's id. A file over
@@ -109,8 +118,8 @@ def routes(settings: Settings) -> APIRouter:
         as the bytes show it, and nothing of the upload stays on disk; a
         collection the key may not write to is 403 (before any file is
         written when the ``collection`` field comes first)."""
-        w = worker(request)
-        job_id, folder = w.upload_folder()
+        uploaded = request.app.state.paths.uploads
+        job_id, folder = upload_folder(uploaded)
 
         def collection_of(fields: dict[str, str]) -> str:  # 422 or 403 for a bad one
             collection = check_collection(fields.get("collection", DEFAULT_COLLECTION))
@@ -123,7 +132,7 @@ def routes(settings: Settings) -> APIRouter:
 
         try:
             got = await uploads.receive(
-                request, folder, w.uploads, max_file_bytes=settings.max_file_bytes,
+                request, folder, uploaded, max_file_bytes=settings.max_file_bytes,
                 max_files=settings.api_max_upload_files, before_files=before_files)
         except uploads.UploadRefused as exc:
             raise HTTPException(exc.status, exc.detail) from None
@@ -138,15 +147,15 @@ def routes(settings: Settings) -> APIRouter:
             if not got.files:
                 raise HTTPException(422, "files: the upload holds no file part")
         except BaseException:
-            discard_upload(folder, w.uploads)
+            discard_upload(folder, uploaded)
             raise
-        return accepted(await run_in_threadpool(w.submit, w.new_job(collection, job_id),
-                                                got.files))
+        return await run_in_threadpool(queue, request, owner, collection, got.files, job_id)
 
     @router.post("/documents/paths", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("upload")],
                  responses={403: {"model": Problem}, **RATE_LIMITED})
-    def ingest_paths(request: Request, caller: Caller, paths: PathsDep, body: PathsRequest):
+    def ingest_paths(request: Request, caller: Caller, owner: Owner, paths: PathsDep,
+                     body: PathsRequest):
         """Queue an ingest job for files or folders on the server; only paths
         under the ``PILAR_INGEST_ROOTS`` open to the key (after resolving
         symlinks) are accepted. The job names each file as given (a folder's
@@ -157,30 +166,64 @@ def routes(settings: Settings) -> APIRouter:
             raise HTTPException(422, "no files found under the given paths")
         if len(files) > MAX_JOB_FILES:
             raise HTTPException(422, f"{len(files)} files: one job takes at most {MAX_JOB_FILES}")
-        w = worker(request)
-        return accepted(w.submit(w.new_job(body.collection), files))
+        return queue(request, owner, body.collection, files)
+
+    @router.get("/jobs", response_model=JobList, tags=["jobs"])
+    def list_jobs(request: Request, caller: Caller, owner: Owner,
+                  state: Annotated[list[JobState] | None, Query()] = None,
+                  offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JobList:
+        """The jobs the caller's key submitted (ingest and evaluation), newest
+        first, ``limit`` from ``offset``, only those in ``state`` when given
+        (repeatable); each without its files (``GET /v1/jobs/{id}`` has them)."""
+        store: JobStore = request.app.state.jobs
+        jobs = [j for j in store.owned(owner, state) if scoping.job_visible(caller, j)]
+        return JobList(items=[JobSummary.of(j) for j in jobs[offset:offset + limit]],
+                       total=len(jobs), offset=offset, limit=limit)
 
     @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
     def get_job(job: VisibleJob) -> Job:
         """A job's state and each file's status and reason."""
         return job
 
+    @router.delete("/jobs/{job_id}", response_model=Job, tags=["jobs"],
+                   responses={409: {"model": Problem, "description": "the job has ended"}})
+    def cancel_job(request: Request, job: VisibleJob) -> Job:
+        """Cancel a queued or running job: a queued one is ``cancelled`` at
+        once; a running one is ``cancelling`` until its worker has stopped
+        (within a second: the files being parsed are dropped, nothing of
+        them is written), then ``cancelled``. Files stored before stay,
+        each whole; the others are ``cancelled``. 409 when the job has
+        ended (done, failed or cancelled)."""
+        if job.state in ENDED:
+            raise HTTPException(409, f"job_id: the job is {job.state}; there is nothing to cancel")
+        job = request.app.state.jobs.cancel(job.job_id)
+        if job.state == "cancelled":  # it was queued: its uploads go now
+            discard_unstored(job, request.app.state.paths.uploads)
+        return job
+
     @router.get("/jobs/{job_id}/events", response_class=EventSourceResponse, tags=["jobs"])
     async def job_events(request: Request, job_id: str,
                          job: VisibleJob
                          ) -> AsyncIterable[ServerSentEvent]:
-        """Server-sent events: ``progress`` with the job's record whenever it
-        changes, then ``end`` when the job is done or failed. The job runs
-        on whether or not anyone listens."""
-        last = None
+        """Server-sent events: ``state`` for every state the job entered, in
+        order, from its first (``{"state", "at"}``: queued, running,
+        cancelling, done, failed, cancelled), ``progress`` with the job's
+        record at first and whenever a file or a count changes while it runs, then
+        ``end`` with the final record once it has ended. The job runs on
+        whether or not anyone listens."""
+        last, states = None, 0
         while True:
+            for change in job.history[states:]:
+                yield ServerSentEvent(data=change, event="state")
+            states = len(job.history)
+            if job.state in ENDED:
+                yield ServerSentEvent(data=job, event="end")
+                return
             key = job_events_key(job)
             if key != last:
                 last = key
-                finished = job.state in ("done", "failed")
-                yield ServerSentEvent(data=job, event="end" if finished else "progress")
-                if finished:
-                    return
+                yield ServerSentEvent(data=job, event="progress")
             await asyncio.sleep(EVENT_POLL)
             job = await asyncio.to_thread(request.app.state.jobs.get, job_id)
 

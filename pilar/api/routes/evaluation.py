@@ -1,5 +1,5 @@
 """``POST /v1/eval``: an evaluation of search (and, with ``reader``, of the
-answers) as a job of the server's worker, followed at ``GET /v1/jobs/{id}``
+answers) as a job of the server's evaluation thread, followed at ``GET /v1/jobs/{id}``
 (questions done of the total, then the report ``pilar eval --json`` writes)
 and ``/v1/jobs/{id}/events``.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 
 from pilar.api import scoping
-from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
+from pilar.api.deps import RATE_LIMITED, Caller, Owner, PathsDep, PilarDep, rate_limit
 from pilar.api.models import EvalQuestion, EvalRequest, JobAccepted, Problem
 from pilar.api.routes.documents import accepted, readable
 from pilar.config import Settings
@@ -36,8 +36,8 @@ def routes(settings: Settings) -> APIRouter:
 
     @router.post("/eval", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("eval")], responses=RATE_LIMITED)
-    def evaluate(pilar: PilarDep, caller: Caller, paths: PathsDep, req: EvalRequest,
-                 request: Request):
+    def evaluate(pilar: PilarDep, caller: Caller, owner: Owner, paths: PathsDep,
+                 req: EvalRequest, request: Request):
         """Queue an evaluation: recall@k, MRR, support-chain coverage and
         evidence delivery per question, and with ``reader`` EM, ANLS and
         citation support of its answer (pilar.eval.metrics). Answers 202 with
@@ -66,6 +66,6 @@ def routes(settings: Settings) -> APIRouter:
             report.questions = req.questions_path or report.questions
             return report
 
-        return accepted(request.app.state.worker.submit_eval(collections, total, run))
+        return accepted(request.app.state.evals.submit(owner, collections, total, run))
 
     return router

@@ -1,9 +1,10 @@
-"""``/healthz`` (the process is up) and ``/readyz`` (every configured backend
-answers); both open, without a key."""
+"""``/healthz`` (the process is up) and ``/readyz`` (the query embedding
+model is loaded, every configured backend answers, the server's ingest
+worker runs); both open, without a key."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from pilar.api.deps import PilarDep
@@ -21,10 +22,20 @@ def routes(settings: Settings) -> APIRouter:
         return Health(status="ok")
 
     @router.get("/readyz", response_model=Health,
-                responses={503: {"model": Health, "description": "a backend is unreachable"}})
-    def readyz(pilar: PilarDep):
-        """Every configured backend answers a cheap read; 503 naming the one that does not."""
-        checks: dict[str, str] = {}
+                responses={503: {"model": Health, "description": "the model is loading, a "
+                                 "backend is unreachable or the ingest worker stopped"}})
+    def readyz(pilar: PilarDep, request: Request):
+        """200 once the query embedding model is loaded (it is at start), every
+        configured backend answers a cheap read and the ingest worker this
+        server started runs; else 503 naming what is not (``loading``,
+        ``unreachable (...)``, ``exited (...)``)."""
+        state = request.app.state
+        checks: dict[str, str] = {
+            f"embedding:{pilar.settings.embedding_model}": state.model.problem or "ok"}
+        worker = state.ingest_worker
+        if worker is not None:
+            code = worker.poll()
+            checks["ingest:worker"] = "ok" if code is None else f"exited ({code})"
         for role, store, probe in (("graph", pilar.graph,
                                     lambda s: s.find_by_sha256("", DEFAULT_COLLECTION)),
                                    ("index", pilar.index, lambda s: s.count())):
