@@ -133,3 +133,72 @@ def test_unruled_pdf_wrapped_cell_title_row_and_repeated_header():
     late = next(u for u in parsed.units if u.kind == "row" and "Southgate" in u.cells)
     assert late.context[-1] == "Outbreaks of previous weeks reported late"
     assert not [u for u in parsed.units if u.kind == "row" and "Sl. No" in u.text]
+
+
+def html_doc(html: bytes) -> ParsedDocument:
+    doc = Document(doc_id="d", uri="x.html", title="x", media_type="text/html", sha256="x",
+                   n_pages=1)
+    return parse_html(html, doc, Settings())
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_only_an_exact_repetition_of_the_header_row_is_a_repeated_header(suffix):
+    parsed = parse(SHAPES / f"header_case{suffix}")
+    options, answers = parsed.tables
+    assert options.row_kinds == ["header", "body"]
+    assert answers.row_kinds == ["header", "body", "body", "header", "body", "body"]
+    assert rows(parsed) == ["A: a | B: b | C: c",
+                            "Team: Harbour | Answer: answer | Points: 3",
+                            "Team: TEAM | Answer: ANSWER | Points: POINTS",
+                            "Team: Lantern | Answer: Answer | Points: 5",
+                            "Team: team | Answer: answer | Points: points"]
+
+
+def test_the_only_body_row_is_never_dropped_as_a_repeated_header():
+    lower = html_doc(b"<table><tr><th>A</th><th>B</th></tr><tr><td>a</td><td>b</td></tr></table>")
+    assert rows(lower) == ["A: a | B: b"]
+    same = html_doc(b"<table><tr><th>A</th><th>B</th></tr><tr><td>A</td><td>B</td></tr></table>")
+    assert same.tables[0].row_kinds == ["header", "body"]
+    assert rows(same) == ["A: A | B: B"]
+    # a repeat between body rows is still a header, whitespace aside
+    repeat = html_doc(b"<table><tr><th>Sl. No</th><th>Name</th></tr><tr><td>1</td><td>Ames</td>"
+                      b"</tr><tr><td>Sl.  No</td><td>Name\n</td></tr><tr><td>2</td><td>Bly</td>"
+                      b"</tr></table>")
+    assert repeat.tables[0].row_kinds == ["header", "body", "header", "body"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_th_cells_directly_in_thead_are_the_header_row(suffix):
+    parsed = parse(SHAPES / f"thead_cells{suffix}")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("Station",), ("Elevation (m)",), ("Opened",)]
+    assert rows(parsed) == ["Station: Grauhorn | Elevation (m): 2,941 | Opened: 1953",
+                            "Station: Kessel Pass | Elevation (m): 2,106 | Opened: 1977",
+                            "Station: Lindwurm Hut | Elevation (m): 1,788 | Opened: 2004"]
+    if suffix == ".html":
+        station = grid.cells[0][0]
+        assert station.css_path.endswith("table:nth-of-type(1) > thead:nth-of-type(1) > "
+                                          "th:nth-of-type(1)")
+
+
+def test_loose_cells_and_td_rows_of_thead_are_header_cells():
+    loose = html_doc(b"<table><th>K</th><th>V</th><tr><td>x</td><td>1</td></tr></table>")
+    assert rows(loose) == ["K: x | V: 1"]
+    td_head = html_doc(b"<table><thead><tr><td>Name</td><td>City</td></tr></thead><tbody><tr>"
+                       b"<td>Ann</td><td>Oslo</td></tr><tr><td>Bo</td><td>Rome</td></tr></tbody>"
+                       b"</table>")
+    assert rows(td_head) == ["Name: Ann | City: Oslo", "Name: Bo | City: Rome"]
+
+
+def test_one_column_table_under_a_header_cell_is_a_table():
+    parsed = parse(SHAPES / "one_column.html")
+    assert [g.header_paths for g in parsed.tables] == [[("Ingredients",)], [("Method",)]]
+    assert rows(parsed) == ["Ingredients: 500 g rye flour / 10 g salt / 400 ml water",
+                            "Ingredients: Caraway seeds", "Method: Mix and rest overnight"]
+    flour = next(u for u in parsed.units if u.kind == "row" and "rye" in u.text)
+    assert flour.cells == ("500 g rye flour\n10 g salt\n400 ml water",)
+    assert flour.context == ("Rye bread", "Shopping")
+    assert not [u for u in parsed.units if u.kind == "paragraph" and "Caraway" in u.text]
+    # one column without a header cell stays flow
+    flow = html_doc(b"<table><tr><td>Rye</td></tr><tr><td>Wheat</td></tr></table>")
+    assert not flow.tables and [u.text for u in flow.units] == ["Rye", "Wheat"]

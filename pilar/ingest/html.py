@@ -178,6 +178,19 @@ def _short_list(el) -> bool:
         len(" ".join("".join(li.itertext()).split())) <= _LIST_MAX_CHARS for li in items)
 
 
+def _row_cells(tr, prefix: str) -> list[tuple[object, str]]:
+    """The ``td``/``th`` cells of row ``tr`` with their CSS paths under
+    ``prefix`` (the row's path)."""
+    out = []
+    seen: dict[str, int] = {}
+    for cell in tr:
+        tag = cell.tag
+        if tag in ("td", "th"):
+            n = seen[tag] = seen.get(tag, 0) + 1
+            out.append((cell, f"{prefix} > {tag}:nth-of-type({n})"))
+    return out
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
 
@@ -374,35 +387,53 @@ class _Reader:
         return bool(cls) and any(c in cls for c in _CAPTION_CLASSES)
 
     @staticmethod
-    def _rows(table) -> list[tuple[object, str]]:
-        """The table's own rows with their CSS path relative to the table."""
-        rows = []
-        n_tr = 0
-        sections: dict[str, int] = {}
-        for child in table:
-            tag = child.tag
-            if tag == "tr":
-                n_tr += 1
-                rows.append((child, f"tr:nth-of-type({n_tr})"))
-            elif tag in ("tbody", "thead", "tfoot"):
-                j = sections[tag] = sections.get(tag, 0) + 1
-                k = 0
-                for tr in child:
-                    if tr.tag == "tr":
-                        k += 1
-                        rows.append((tr, f"{tag}:nth-of-type({j}) > tr:nth-of-type({k})"))
+    def _rows(table) -> list[list[tuple[object, str]]]:
+        """The table's own rows, each a list of its ``td``/``th`` cells with
+        their CSS path relative to the table. Cells placed directly in
+        ``table``, ``thead``, ``tbody`` or ``tfoot`` without a ``tr`` (lxml
+        keeps them there; browsers wrap them in a row) form one row per run
+        of such cells."""
+        rows: list[list[tuple[object, str]]] = []
+
+        def cells_of(parent, prefix: str) -> None:
+            seen: dict[str, int] = {}
+            loose: list[tuple[object, str]] = []
+            for child in parent:
+                tag = child.tag
+                if not isinstance(tag, str):
+                    continue
+                n = seen[tag] = seen.get(tag, 0) + 1
+                here = f"{prefix}{tag}:nth-of-type({n})"
+                if tag in ("td", "th"):
+                    loose.append((child, here))
+                    continue
+                if loose:
+                    rows.append(loose)
+                    loose = []
+                if tag == "tr":
+                    rows.append(_row_cells(child, here))
+                elif tag in ("tbody", "thead", "tfoot") and parent is table:
+                    cells_of(child, f"{here} > ")
+            if loose:
+                rows.append(loose)
+
+        cells_of(table, "")
         return rows
 
     def _is_data_table(self, table, rows) -> bool:
-        """wikitable / infobox, or at least 2 rows and 2 columns without block
-        content in the cells (short lists, such as two time ranges of one
-        day, are values, not blocks); anything else is layout, read as flow."""
+        """wikitable / infobox, or at least 2 rows without block content in
+        the cells (short lists, such as two time ranges of one day, are
+        values, not blocks) that have 2 columns, or one column under a
+        header cell (a ``th`` first row over ``td`` values); anything else
+        is layout, read as flow."""
         cls = table.get("class") or ""
         if "wikitable" in cls or "infobox" in cls:
             return True
         if len(rows) < 2:
             return False
-        if max(sum(1 for c in tr if c.tag in ("td", "th")) for tr, _ in rows) < 2:
+        if max(len(row) for row in rows) < 2 and not (
+                any(cell.tag == "th" for cell, _ in rows[0])
+                and any(cell.tag == "td" for row in rows[1:] for cell, _ in row)):
             return False
         return not any(el.tag not in ("ul", "ol") or not _short_list(el)
                        for el in table.iterdescendants(*_LAYOUT_BLOCKS))
@@ -541,26 +572,17 @@ class _Reader:
                 caption = self._text(child).replace("\n", " ")
                 break
         source: list[list[SourceCell]] = []
-        for i, (tr, tr_path) in enumerate(rows):
+        for i, cells in enumerate(rows):
             top = i < 3  # bold hints matter for a header row at the top only
             row: list[SourceCell] = []
-            n_td = n_th = 0
-            for cell in tr:
+            for cell, cell_path in cells:
                 tag = cell.tag
-                if tag == "td":
-                    n_td += 1
-                    pos = n_td
-                elif tag == "th":
-                    n_th += 1
-                    pos = n_th
-                else:
-                    continue
                 found: list = []
                 text = self._text(cell, found)
-                sc = SourceCell(text=text, is_header=tag == "th",
+                sc = SourceCell(text=text, is_header=tag == "th" or cell_path.startswith("thead"),
                                 rowspan=parse_span(cell.get("rowspan")),
                                 colspan=parse_span(cell.get("colspan")),
-                                css_path=f"{path} > {tr_path} > {tag}:nth-of-type({pos})",
+                                css_path=f"{path} > {cell_path}",
                                 emphasis=top and tag == "td" and bool(text) and _bold(cell))
                 nested.extend((sub, sc) for sub in found)
                 row.append(sc)

@@ -281,17 +281,11 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
     labels = {id(cells[i][c]) for i in header_rows for c in range(width)
               if r + 1 < n and cells[r + 1][c] is cells[i][c]}
     header_paths = [_header_path(cells, header_rows, c, labels) for c in range(width)]
-    header_texts = {tuple(_key(cell.text) for cell in distinct[i]) for i in header_rows}
-    last_labels = [_key(path[-1]) if path else "" for path in header_paths]
+    header_texts = {_row_text(distinct[i]) for i in header_rows}
 
     def repeats_header(i: int) -> bool:
-        # the row repeats a header row, or most of its cells (two or more)
-        # repeat their own column's header label
-        if tuple(_key(cell.text) for cell in distinct[i]) in header_texts:
-            return True
-        filled = [(c, cell) for c, cell in enumerate(cells[i]) if cell.text]
-        same = sum(1 for c, cell in filled if last_labels[c] and _key(cell.text) == last_labels[c])
-        return same >= 2 and 2 * same > len(filled)
+        # only an exact repetition of a whole header row (same text, same case)
+        return _row_text(distinct[i]) in header_texts
     # Body: group rows label the rows below them; th+td rows are key-value.
     kv_ok = infobox or not header_rows
     group: str | None = None
@@ -316,6 +310,9 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
                 not any(cell.is_header for cell in row[1:]) or _spans_down(cells, i, 0)):
             kinds[i] = "keyvalue"
         groups[i] = group
+    if header_rows and all(kinds[i] == "header" for i in range(r, n)):
+        for i in range(r, n):  # the only body rows are never dropped as repeats
+            kinds[i] = "body"
     return kinds, " — ".join(titles), header_paths, groups
 
 
@@ -352,9 +349,10 @@ def _distinct(row: list[GridCell]) -> list[GridCell]:
     return out
 
 
-def _key(text: str) -> str:
-    """Text compared loosely: lower case, letters and digits only."""
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+def _row_text(row: list[GridCell]) -> tuple[str, ...]:
+    """A row's cell texts as compared for a repeated header: exact, case
+    kept, only whitespace (line breaks, wrapping) collapsed."""
+    return tuple(" ".join(cell.text.split()) for cell in row)
 
 
 def _spans_down(cells: list[list[GridCell]], r: int, c: int) -> bool:
