@@ -165,6 +165,16 @@ def test_the_only_body_row_is_never_dropped_as_a_repeated_header():
                       b"</tr><tr><td>Sl.  No</td><td>Name\n</td></tr><tr><td>2</td><td>Bly</td>"
                       b"</tr></table>")
     assert repeat.tables[0].row_kinds == ["header", "body", "header", "body"]
+    # a row marked up as header cells repeats it loosely (case kept); values never do
+    marked = html_doc(b"<table><tr><th>Pos.</th><th>Club</th><th>Pts</th></tr><tr><td>1</td>"
+                      b"<td>Arden</td><td>30</td></tr><tr><th>Pos</th><th>Club</th><th>Points</th>"
+                      b"</tr><tr><td><b>Pos</b></td><td><b>Club</b></td><td><b>Pts</b></td></tr>"
+                      b"<tr><td>pos</td><td>club</td><td>pts</td></tr><tr><th>pos</th><th>club</th>"
+                      b"<th>pts</th></tr><tr><td>2</td><td>Bree</td><td>28</td></tr></table>")
+    assert marked.tables[0].row_kinds == ["header", "body", "header", "header", "body", "body",
+                                          "body"]
+    assert rows(marked)[1:3] == ["Pos.: pos | Club: club | Pts: pts",
+                                 "Pos.: pos | Club: club | Pts: pts"]
 
 
 @pytest.mark.parametrize("suffix", [".html", ".pdf"])

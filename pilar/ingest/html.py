@@ -573,7 +573,6 @@ class _Reader:
                 break
         source: list[list[SourceCell]] = []
         for i, cells in enumerate(rows):
-            top = i < 3  # bold hints matter for a header row at the top only
             row: list[SourceCell] = []
             for cell, cell_path in cells:
                 tag = cell.tag
@@ -583,7 +582,7 @@ class _Reader:
                                 rowspan=parse_span(cell.get("rowspan")),
                                 colspan=parse_span(cell.get("colspan")),
                                 css_path=f"{path} > {cell_path}",
-                                emphasis=top and tag == "td" and bool(text) and _bold(cell))
+                                emphasis=tag == "td" and bool(text) and _bold(cell))
                 nested.extend((sub, sc) for sub in found)
                 row.append(sc)
             source.append(row)

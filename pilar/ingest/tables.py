@@ -282,10 +282,26 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
               if r + 1 < n and cells[r + 1][c] is cells[i][c]}
     header_paths = [_header_path(cells, header_rows, c, labels) for c in range(width)]
     header_texts = {_row_text(distinct[i]) for i in header_rows}
+    loose_texts = {tuple(_key(cell.text) for cell in distinct[i]) for i in header_rows}
+    last_labels = [_key(path[-1]) if path else "" for path in header_paths]
 
     def repeats_header(i: int) -> bool:
-        # only an exact repetition of a whole header row (same text, same case)
-        return _row_text(distinct[i]) in header_texts
+        # An exact repetition of a whole header row (same text, same case).
+        # A row marked up as header cells (th, bold td, bold PDF cells) may
+        # repeat one loosely, case kept: "Pos" for "Pos.", or most of its
+        # cells (two or more) repeating their own column's label. A row of
+        # plain values never does ("a | b" under "A | B" is data).
+        if _row_text(distinct[i]) in header_texts:
+            return True
+        if not all(cell.is_header or cell.cell_id in emphasized
+                   for cell in distinct[i] if cell.text):
+            return False
+        if tuple(_key(cell.text) for cell in distinct[i]) in loose_texts:
+            return True
+        filled = [(c, cell) for c, cell in enumerate(cells[i]) if cell.text]
+        same = sum(1 for c, cell in filled if last_labels[c] and _key(cell.text) == last_labels[c])
+        return same >= 2 and 2 * same > len(filled)
+
     # Body: group rows label the rows below them; th+td rows are key-value.
     kv_ok = infobox or not header_rows
     group: str | None = None
@@ -347,6 +363,11 @@ def _distinct(row: list[GridCell]) -> list[GridCell]:
             out.append(cell)
             last = cell
     return out
+
+
+def _key(text: str) -> str:
+    """Text compared loosely: letters (case kept) and digits only."""
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 def _row_text(row: list[GridCell]) -> tuple[str, ...]:
