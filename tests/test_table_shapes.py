@@ -212,3 +212,41 @@ def test_one_column_table_under_a_header_cell_is_a_table():
     # one column without a header cell stays flow
     flow = html_doc(b"<table><tr><td>Rye</td></tr><tr><td>Wheat</td></tr></table>")
     assert not flow.tables and [u.text for u in flow.units] == ["Rye", "Wheat"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_header_row_of_a_table_without_th_is_inferred_from_content(suffix):
+    parsed = parse(SHAPES / f"inferred_header{suffix}")
+    kinds = [g.row_kinds[0] for g in parsed.tables]
+    # labels over quantities, a corner over years, bold labels; then three
+    # tables whose first row is data (numbers in it, all text, a label column
+    # with one number in four)
+    assert kinds == ["header", "header", "header", "body", "body", "body"]
+    got = [line.replace(" / ", " ") for line in rows(parsed)]  # PDF wraps "Cray / Water"
+    assert got[:7] == [
+        "Reservoir: Holm Fen | Capacity (ML): 12,400 | Level: 81 % | Inspected: 2024-03-02",
+        "Reservoir: Cray Water | Capacity (ML): 8,950 | Level: 64 % | Inspected: 2024-02-17",
+        "Reservoir: Old Tarn | Capacity (ML): 3,120 | Level: 92 % | Inspected: 2023-11-30",
+        "Ferries | 2021: 1,204 | 2022: 1,310 | 2023: 1,451",
+        "Footbridges | 2021: 88,210 | 2022: 90,004 | 2023: 93,377",
+        "Trail: Ridge Loop | Surface: gravel | Access: all year",
+        "Trail: Mere Path | Surface: boardwalk | Access: summer only"]
+    assert got[7:9] == ["Holm Fen | 12,400 | 81 %", "Cray Water | 8,950 | 64 %"]
+    assert got[9:] == ["Ann Voss | Holm Fen", "Bo Lind | Cray Water", "North sluice | open",
+                       "South sluice | closed", "East sluice | open", "West sluice | 12"]
+
+
+def test_first_row_is_data_when_its_labels_recur_or_its_kind_does_not_change():
+    recur = html_doc(b"<table><tr><td>Red</td><td>Blue</td></tr><tr><td>Blue</td><td>4</td></tr>"
+                     b"<tr><td>Green</td><td>5</td></tr></table>")
+    assert recur.tables[0].row_kinds == ["body", "body", "body"]
+    years = html_doc(b"<table><tr><td>1999</td><td>2003</td></tr><tr><td>2004</td><td>2010</td>"
+                     b"</tr></table>")
+    assert years.tables[0].row_kinds == ["body", "body"]
+    phrases = html_doc(b"<table><tr><td>Lynn</td><td>Ret in Assen</td></tr><tr><td>Vos</td>"
+                       b"<td>20th and 23rd in Assen</td></tr><tr><td>Ortiz</td>"
+                       b"<td>19th and 22nd in Valencia</td></tr></table>")
+    assert phrases.tables[0].row_kinds == ["body", "body", "body"]
+    upper = html_doc(b"<table><tr><td>NAME</td><td>CITY</td></tr><tr><td>Ann</td><td>Oslo</td>"
+                     b"</tr><tr><td>Bo</td><td>Rome</td></tr></table>")
+    assert rows(upper) == ["NAME: Ann | CITY: Oslo", "NAME: Bo | CITY: Rome"]

@@ -80,6 +80,8 @@ _CELL_BREAKS = frozenset({
     "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "caption", "center"})
 _TEXT_BEFORE = ("boolean(preceding::text()[normalize-space()]"
                 "[not(ancestor::script or ancestor::style or ancestor::noscript)])")
+_BOLD_STYLE = re.compile(r"font-weight\s*:\s*(bold|bolder|[6-9]00)", re.I)
+_WRAPPERS = frozenset({"span", "font", "a", "p", "div", "i", "em", "u", "center", "small", "big"})
 _LIST_MAX_ITEMS = 8
 _LIST_MAX_CHARS = 80
 _LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
@@ -159,14 +161,27 @@ def _flag_name(el) -> bool:
 
 
 def _bold(cell) -> bool:
-    """The cell's whole text is bold: ``font-weight: bold`` or one ``b`` /
-    ``strong`` child with no text around it."""
-    style = cell.get("style")
-    if style and "bold" in style:
+    """The cell's whole text is bold: ``font-weight`` bold (or 600-900) on
+    the cell or its row, or the text inside one ``b`` / ``strong`` reached
+    through single inline wrappers (``span``, ``font``, ``a``, ``p`` ...)
+    with no text around them."""
+    if _BOLD_STYLE.search(cell.get("style") or ""):
         return True
-    if len(cell) != 1 or cell[0].tag not in ("b", "strong"):
-        return False
-    return not (cell.text or "").strip() and not (cell[0].tail or "").strip()
+    row = cell.getparent()
+    if row is not None and _BOLD_STYLE.search(row.get("style") or ""):
+        return True
+    el = cell
+    while True:
+        if (el.text or "").strip():
+            return False
+        kids = [k for k in el if isinstance(k.tag, str)]
+        if len(kids) != 1 or (kids[0].tail or "").strip():
+            return False
+        el = kids[0]
+        if el.tag in ("b", "strong") or _BOLD_STYLE.search(el.get("style") or ""):
+            return True
+        if el.tag not in _WRAPPERS:
+            return False
 
 
 def _short_list(el) -> bool:

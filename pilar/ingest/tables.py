@@ -12,8 +12,9 @@ A parser (HTML or PDF) describes a table as rows of :class:`SourceCell`
 3. classifies every row (:func:`classify_rows`): title rows (one cell spanning
    the full width at the top), header rows (``th`` rows at the top, stopping
    at a row whose cells span down into the body; else a first row of ``th``
-   and bold cells; else, when the table has no ``th`` at all, a first row of
-   short non-numeric labels above numbers), group rows inside the body (one
+   and bold cells; else, when the table has no ``th`` at all, a first row
+   of distinct labels over a column of another kind, such as quantities:
+   :func:`_looks_like_header`), group rows inside the body (one
    full-width cell, or a ``th``-only row with one label) that label the rows
    below them, repeated header rows, key-value rows (``th`` + ``td``, as in
    infoboxes, when the table has no header rows) and body rows;
@@ -49,6 +50,10 @@ MAX_GRID_SLOTS = 2_000_000
 
 _GROUP_MAX_CHARS = 120
 _NUMERIC = re.compile(r"^[\d\s.,:;%+\-\u2212\u2013\u2014()/$€£¥#*]+$")
+_STARTS_NUMERIC = re.compile(r"^[\s$€£¥#+\-\u2212(~≈<>≤≥.]*\d")
+_QUANTITY = re.compile(r"^[\s$€£¥#+\-\u2212(~≈<>≤≥.]*\d[\d\s.,:/%()\-\u2212\u2013]*(\s*\S+){0,2}$")
+_YEAR = re.compile(r"^(1[5-9]|20)\d\d$")
+_SAMPLE_ROWS = 10
 
 
 @dataclass(slots=True)
@@ -250,6 +255,10 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
         below = cells[r + 1]
         return any(cell.origin[0] == r and below[c] is cell for c, cell in enumerate(cells[r]))
 
+    def key_value(r: int) -> bool:  # a th key, then td values
+        row = distinct[r]
+        return len(row) >= 2 and row[0].is_header and not any(c.is_header for c in row[1:])
+
     # Title rows: one cell across the full width at the top (the first may be
     # a td, later ones only th), while a body row is still to follow.
     titles: list[str] = []
@@ -271,7 +280,8 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
             r = h0 + 1
         if r == h0 and r < n - 1 and (_mostly_header(distinct[h0], emphasized)
                                       or _looks_like_header(cells, distinct, h0)) \
-                and not (spans_into_body(h0) and _holds_values(distinct[h0][1:])):
+                and not (spans_into_body(h0) and _holds_values(distinct[h0][1:])) \
+                and not (key_value(h0) and key_value(h0 + 1)):
             r = h0 + 1
     header_rows = range(h0, r)
     for i in header_rows:
@@ -414,21 +424,61 @@ def _mostly_header(row: list[GridCell], emphasized: set[str] | frozenset[str]) -
 
 def _looks_like_header(cells: list[list[GridCell]], distinct: list[list[GridCell]],
                        r: int) -> bool:
-    """A first row without th that reads like column labels: the table has
-    no th at all, every cell of the row is short, non-empty text and not a
-    number, and some column holds a number further down."""
+    """A first row without th that reads like column labels, inferred from
+    the content as readers do when told ``header=0``: the table has no th
+    at all; the row's cells are distinct labels (short text not starting
+    with a digit, or a run of increasing years; only the first cell may be
+    empty, a corner over row labels), none of them found again below as a
+    value; and some column changes kind under its label (see
+    :func:`_column_changes`) in the next :data:`_SAMPLE_ROWS` rows."""
     n = len(cells)
     if n - r < 2 or len(distinct[r]) < 2:
         return False
     if any(cell.is_header for row in cells for cell in row):
         return False
-    for cell in distinct[r]:
-        if not cell.text or len(cell.text) > 60 or _NUMERIC.match(cell.text):
-            return False
-    width = len(cells[r])
-    for row in cells[r + 1:r + 6]:
-        for c in range(width):
-            text = row[c].text
-            if text and _NUMERIC.match(text):
-                return True
+    row = [cell for c, cell in enumerate(cells[r]) if cell.origin[1] == c]
+    texts = [" ".join(cell.text.split()) for cell in row]
+    if not texts[-1] or any(not t for t in texts[1:]) or len(set(texts)) < len(texts):
+        return False
+    years = [int(t) for t in texts if _YEAR.match(t)]
+    if years and (years != sorted(years) or len(years) < len(texts) - 1 or len(years) < 2):
+        return False  # years label columns only as a run after the first cell
+    if any(not _YEAR.match(t) and not _label(t) for t in texts if t):
+        return False
+    sample = cells[r + 1:r + 1 + _SAMPLE_ROWS]
+    values = {_first_line(cell.text) for line in sample for cell in line if cell.text}
+    if any(cell.text and _first_line(cell.text) in values for cell in row):
+        return False  # a label (or its first line) is also a value of the table
+    for cell in row:
+        c = cell.origin[1]
+        below = [line[c].text for line in sample if line[c].text and line[c].origin[1] == c]
+        if _column_changes(cell.text, below):
+            return True
     return False
+
+
+def _column_changes(label: str, below: list[str]) -> bool:
+    """The values ``below`` a label are of another kind than it (at least
+    half of them): quantities (a number with at most two words after it:
+    ``"31"``, ``"2.5 kg"``, ``"$4"``, ``"14-Oct-87"``) under a text label,
+    or under a year when they are not years; or mixed case under an all
+    upper-case label."""
+    if not label or not below:
+        return False
+    half = (len(below) + 1) // 2
+    numbers = sum(1 for v in below if _QUANTITY.match(v))
+    if _YEAR.match(label):
+        return numbers >= half and not all(_YEAR.match(v) for v in below)
+    if numbers >= half:
+        return True
+    return label.isupper() and sum(1 for v in below if not v.isupper()) >= half
+
+
+def _first_line(text: str) -> str:
+    return " ".join(text.split("\n", 1)[0].split())
+
+
+def _label(text: str) -> bool:
+    """Short text that is not a value: at most 60 characters, not starting
+    with a digit (``"Q1"``, ``"Depth (m)"`` are labels; ``"12 kg"`` is not)."""
+    return len(text) <= 60 and not _STARTS_NUMERIC.match(text)
