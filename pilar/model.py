@@ -190,6 +190,7 @@ class GridCell:
     origin: tuple[int, int] = (0, 0)  # (row, col) where the source cell starts
     bbox: BBox | None = None
     css_path: str | None = None  # HTML: the source cell's CSS path
+    tables: tuple[int, ...] = ()  # table_index of the grids nested in this cell
 
 
 RowKind = Literal["header", "title", "group", "body", "keyvalue"]

@@ -250,3 +250,28 @@ def test_first_row_is_data_when_its_labels_recur_or_its_kind_does_not_change():
     upper = html_doc(b"<table><tr><td>NAME</td><td>CITY</td></tr><tr><td>Ann</td><td>Oslo</td>"
                      b"</tr><tr><td>Bo</td><td>Rome</td></tr></table>")
     assert rows(upper) == ["NAME: Ann | CITY: Oslo", "NAME: Bo | CITY: Rome"]
+
+
+def test_nested_table_is_its_own_grid_referred_to_by_its_cell():
+    parsed = parse(SHAPES / "nested.html")
+    log, week, calm = parsed.tables
+    assert log.header_paths == [("Station",), ("Keeper",), ("Readings",)]
+    assert (week.parent_index, calm.parent_index) == (0, 0)
+    assert log.cells[1][2].tables == (1,) and log.cells[2][2].tables == (2,)
+    assert log.cells[1][2].text == "" and log.cells[2][2].text == "calm week"
+    assert rows(parsed) == [
+        "Station: Ness Point | Keeper: I. Marr | Readings: [table 1]",
+        "Station: Skerry Light | Keeper: O. Rask | Readings: calm week [table 2]",
+        "Station: Holm | Keeper: P. Arne | Readings: none",
+        "Readings > Day: Mon | Readings > Wind (kn): 14",
+        "Readings > Day: Tue | Readings > Wind (kn): 22",
+        "Readings: Wed | Readings: 3", "Readings: Thu | Readings: 5"]
+    outer = [u for u in parsed.units if u.kind == "row" and u.table_index == 0]
+    assert not {"Mon", "14", "Wed", "3"} & {c for u in outer for c in u.cells}
+    mon = next(u for u in parsed.units if u.kind == "row" and u.cells[0] == "Mon")
+    assert mon.context == ("Field station log", "Ness Point")
+    # a table that only frames tables (no values of its own) stays layout
+    frame = html_doc(b"<table><tr><th>Logs</th></tr><tr><td><table><tr><th>Day</th><th>Wind</th>"
+                     b"</tr><tr><td>Mon</td><td>14</td></tr></table></td></tr></table>")
+    [grid] = frame.tables
+    assert rows(frame) == ["Day: Mon | Wind: 14"]

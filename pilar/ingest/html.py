@@ -259,6 +259,7 @@ class _Reader:
         self.sections: list[tuple[int, str]] = []
         self.pending_dt: list | None = None  # [text, css path, used by a dd]
         self.wikitables: dict[object, int] = {}
+        self.data_tables: dict[object, bool] = {}  # table element -> is a data table
         n = 0
         for table in root.iter("table"):
             if "wikitable" in (table.get("class") or ""):
@@ -331,10 +332,9 @@ class _Reader:
                     continue
                 if tag == "table":
                     self._flush(stack)
-                    rows = self._rows(el)
-                    if self._is_data_table(el, rows):
+                    if self._is_data_table(el):
                         self._settle_dt()
-                        self._tables(el, rows)
+                        self._tables(el, self._rows(el))
                         walker.skip_subtree()
                         skip = el
                         path.pop()
@@ -435,23 +435,51 @@ class _Reader:
         cells_of(table, "")
         return rows
 
-    def _is_data_table(self, table, rows) -> bool:
-        """wikitable / infobox, or at least 2 rows without block content in
-        the cells (short lists, such as two time ranges of one day, are
-        values, not blocks) that have 2 columns, or one column under a
-        header cell (a ``th`` first row over ``td`` values); anything else
-        is layout, read as flow."""
+    def _is_data_table(self, table) -> bool:
+        """wikitable / infobox, or at least 2 rows that have 2 columns, or
+        one column under a header cell (a ``th`` first row over ``td``
+        values), without block content in the cells (short lists, such as
+        two time ranges of one day, are values, not blocks; a nested data
+        table is its own grid, not a block, when a row below the first has
+        values of its own in two cells: else the table only frames it);
+        anything else is layout, read as flow. Judged once per table,
+        nested tables first (no recursion)."""
+        known = self.data_tables.get(table)
+        if known is None:
+            for sub in reversed(list(table.iter("table"))):  # innermost first
+                if sub not in self.data_tables:
+                    self.data_tables[sub] = self._judge_table(sub)
+            known = self.data_tables[table]
+        return known
+
+    def _judge_table(self, table) -> bool:
+        """:meth:`_is_data_table` for a table whose nested tables are judged."""
         cls = table.get("class") or ""
         if "wikitable" in cls or "infobox" in cls:
             return True
+        rows = self._rows(table)
         if len(rows) < 2:
             return False
         if max(len(row) for row in rows) < 2 and not (
                 any(cell.tag == "th" for cell, _ in rows[0])
                 and any(cell.tag == "td" for row in rows[1:] for cell, _ in row)):
             return False
-        return not any(el.tag not in ("ul", "ol") or not _short_list(el)
-                       for el in table.iterdescendants(*_LAYOUT_BLOCKS))
+        walker = etree.iterwalk(table, events=("start",))
+        next(walker)
+        nested = False
+        for _, el in walker:
+            tag = el.tag
+            if tag == "table":
+                if not self.data_tables[el]:
+                    return False
+                nested = True
+                walker.skip_subtree()
+            elif tag in _LAYOUT_BLOCKS and (tag not in ("ul", "ol") or not _short_list(el)):
+                return False
+        # a frame around tables is layout: values of its own in two cells of a row below the first
+        return not nested or any(
+            sum(1 for cell, _ in row if next(cell.iter("table"), None) is None
+                and "".join(cell.itertext()).strip()) >= 2 for row in rows[1:])
 
     # -- text ---------------------------------------------------------------
 
@@ -484,8 +512,7 @@ class _Reader:
                     walker.skip_subtree()
                     skip = sub
                     continue
-                if tag == "table" and nested is not None and self._is_data_table(
-                        sub, self._rows(sub)):
+                if tag == "table" and nested is not None and self._is_data_table(sub):
                     nested.append(sub)
                     parts.append(_BR)
                     walker.skip_subtree()
@@ -566,19 +593,25 @@ class _Reader:
 
     def _tables(self, table, rows) -> None:
         """Grid and row units for ``table`` and, right after it, every data
-        table nested in its cells (depth first, iteratively)."""
+        table nested in its cells (depth first, iteratively). A nested
+        table is its own grid: the enclosing cell keeps only its own text
+        and lists the nested grid's index in ``GridCell.tables``."""
         todo: list[tuple[object, list, TableGrid | None, SourceCell | None]] = [
             (table, rows, None, None)]
+        first = len(self.tables)
         while todo:
             el, rows, parent, holder = todo.pop()
             nested: list[tuple[object, SourceCell]] = []
             grid = self._grid(el, rows, nested, self._here() if parent is None else self._css(el))
             if parent is not None and holder is not None and holder.origin is not None:
                 inherit(grid, parent, *holder.origin)
+                cell = parent.cells[holder.origin[0]][holder.origin[1]]
+                cell.tables = (*cell.tables, grid.table_index)
             self.tables.append(grid)
-            self._emit_rows(grid)
             for sub, cell in reversed(nested):
                 todo.append((sub, self._rows(sub), grid, cell))
+        for grid in self.tables[first:]:
+            self._emit_rows(grid)
 
     def _grid(self, table, rows, nested: list, path: str) -> TableGrid:
         caption = ""

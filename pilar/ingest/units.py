@@ -138,14 +138,15 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     for r, row_kind in enumerate(grid.row_kinds):
         if row_kind != "body" and row_kind != "keyvalue":
             continue
-        spans = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r]) if cell.text]
-        if not spans:
-            continue
+        spans = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r])
+                 if cell.text or cell.tables]
+        if not any(cell.text for cell, _, _ in spans):
+            continue  # nothing but nested grids: their rows are their own units
         if row_kind == "keyvalue":
-            key = render_cell(spans[0][0].text)
+            key = render_cell(_value(spans[0][0]))
             key = key.rstrip(" :") or key  # "Born:" reads "Born: value"
             values = spans[1:]
-            value = " / ".join(render_cell(cell.text) for cell, _, _ in values)
+            value = " / ".join(render_cell(_value(cell)) for cell, _, _ in values)
             pairs = [f"{key}: {value}" if value else key]
             headers = tuple([" > ".join(grid.header_paths[spans[0][1]])] + [key] * len(values))
             text = pairs[0]
@@ -157,10 +158,10 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
                 if grid.row_kinds[cell.origin[0]] == "header":
                     path = ""  # a header cell reaching into the row labels it: no "X: X"
                 header_list.append(path)
-                value = render_cell(cell.text)
+                value = render_cell(_value(cell))
                 pairs.append(f"{path}: {value}" if path else value)
             headers = tuple(header_list)
-            text = " | ".join(render_cell(cell.text) for cell, _, _ in spans)
+            text = " | ".join(render_cell(_value(cell)) for cell, _, _ in spans)
         context = _dedupe((*base, grid.group_labels[r]))
         completed = " | ".join((" > ".join(context), *pairs))
         if len(completed) > max_chars:
@@ -177,8 +178,17 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
                           kind="row", text=text, completed_text=completed,
                           support_id=support.support_id, context=context,
                           table_index=grid.table_index, row_index=r, headers=headers,
-                          cells=tuple(cell.text for cell in cells)))
+                          cells=tuple(_value(cell) for cell in cells)))
     return units
+
+
+def _value(cell: GridCell) -> str:
+    """A cell's text, followed by ``"[table N]"`` for each grid nested in it
+    (its values are that grid's rows, never this row's)."""
+    refs = " ".join(f"[table {i}]" for i in cell.tables)
+    if not refs:
+        return cell.text
+    return f"{cell.text} {refs}" if cell.text else refs
 
 
 def _unit_id(support: Support) -> str:
