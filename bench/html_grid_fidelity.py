@@ -14,6 +14,9 @@ cause; ``--show`` prints that many failing rows with the closest unit. Also
 prints how many gold tables have every CSV header label among the grid's
 combined header paths (``" ".join(path)``; WTQ joins multi-row headers with
 a newline and drops some empty or image columns, so the check is one way).
+WTQ keeps footnote markers in values and labels (``"2006*"``); a cell whose
+marker pilar split off and linked to its note counts in its printed form
+(:func:`pilar.ingest.footnotes.printed`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from pilar.config import Settings  # noqa: E402
 from pilar.ingest import new_document  # noqa: E402
+from pilar.ingest.footnotes import printed  # noqa: E402
 from pilar.ingest.html import parse_html  # noqa: E402
 
 
@@ -40,6 +44,14 @@ def norm(text: str) -> str:
 def read_csv(path: Path) -> list[list[str]]:
     with path.open(encoding="utf-8", newline="") as f:
         return list(csv.reader(f, escapechar="\\", doublequote=False))
+
+
+def marked(grid, row: int) -> list[str]:
+    """The row's cells whose footnote marker pilar split off, as printed
+    (value and marker, glued or spaced: WTQ's CSV keeps them together)."""
+    cells = [c for c in {id(c): c for c in grid.cells[row]}.values() if c.notes]
+    glued = [printed(c.text, c.notes) for c in cells]
+    return glued + [f"{c.text} {p[len(c.text):]}" for c, p in zip(cells, glued)]
 
 
 def check_page(meta: dict, base: Path, settings: Settings) -> tuple[int, list[dict], bool]:
@@ -54,8 +66,13 @@ def check_page(meta: dict, base: Path, settings: Settings) -> tuple[int, list[di
         return len(body), [{"page": meta["page_id"], "cause": "gold table not emitted",
                             "row": row} for row in body], False
     paths = {norm(" ".join(path)) for path in grid.header_paths}
+    heads = [r for r, kind in enumerate(grid.row_kinds) if kind == "header"]
+    paths |= {norm(" ".join(path[:-1] + (printed(cell.text, cell.notes),)))
+              for c, path in enumerate(grid.header_paths) if path
+              for cell in {id(grid.cells[r][c]): grid.cells[r][c] for r in heads}.values()
+              if cell.notes and cell.text == path[-1]}
     header_ok = all(norm(h) in paths for h in gold[0] if norm(h))
-    texts = [norm(" | ".join(u.cells)) for u in parsed.units
+    texts = [norm(" | ".join((*u.cells, *marked(grid, u.row_index)))) for u in parsed.units
              if u.kind == "row" and u.table_index == grid.table_index]
     failures = []
     for i, row in enumerate(body, start=1):

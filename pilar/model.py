@@ -191,6 +191,7 @@ class GridCell:
     bbox: BBox | None = None
     css_path: str | None = None  # HTML: the source cell's CSS path
     tables: tuple[int, ...] = ()  # table_index of the grids nested in this cell
+    notes: tuple[str, ...] = ()  # footnotes of the marker split from text ("2: Estimated")
 
 
 RowKind = Literal["header", "title", "group", "body", "keyvalue"]

@@ -275,3 +275,31 @@ def test_nested_table_is_its_own_grid_referred_to_by_its_cell():
                      b"</tr><tr><td>Mon</td><td>14</td></tr></table></td></tr></table>")
     [grid] = frame.tables
     assert rows(frame) == ["Day: Mon | Wind: 14"]
+
+
+def test_footnote_markers_are_split_from_values_and_headers_and_linked_to_their_notes():
+    parsed = parse(SHAPES / "footnotes.html")
+    berths, cranes = parsed.tables
+    assert berths.header_paths == [("Berth",), ("Depth (m)",), ("Calls",)]
+    assert cranes.header_paths == [("Crane",), ("Lift (t)",), ("Reach (m²)",)]  # no note "²"
+    north = next(u for u in parsed.units if u.kind == "row" and u.cells[0] == "North quay")
+    assert north.cells == ("North quay", "6.5", "1,250")
+    assert north.headers == ("Berth", "Depth (m)", "Calls")
+    assert rows(parsed)[:3] == [
+        "Berth: North quay | Depth (m): 6.5 [a: At mean low water.; 3: Before the 2022 "
+        "dredging.] | Calls: 1,250 [2: Counted from pilot logs.]",
+        "Berth: Fish dock | Depth (m): 4.1 [a: At mean low water.] | Calls: 980",
+        "Berth: Ferry ramp | Depth (m): 3.8 [a: At mean low water.] | Calls: 2,410 [2: Counted "
+        "from pilot logs.]"]
+    assert berths.cells[1][2].notes == ("2: Counted from pilot logs.",)
+    assert rows(parsed)[4:] == [
+        "Crane: Heron | Lift (t): 40 [b: Safe working load.; 1: Derated since 2021.] | "
+        "Reach (m²): 310",
+        "Crane: Stork | Lift (t): 25 [b: Safe working load.] | Reach (m²): 190"]
+    # the notes themselves stay evidence
+    assert "Safe working load." in [u.text.split(" ", 1)[1] for u in parsed.units
+                                    if u.kind == "paragraph"]
+    # a superscript without a note is text: units, not a marker
+    plain = html_doc(b"<table><tr><th>Town</th><th>Area km<sup>2</sup></th></tr><tr><td>Ames</td>"
+                     b"<td>12<sup>1</sup></td></tr></table>")
+    assert rows(plain) == ["Town: Ames | Area km2: 121"]

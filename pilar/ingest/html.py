@@ -36,6 +36,7 @@ from lxml import etree
 
 from pilar.config import Settings
 from pilar.errors import IngestError
+from pilar.ingest.footnotes import note_lines, split_marker
 from pilar.ingest.html_decode import decode_html, strip_prolog
 from pilar.ingest.limits import over_limit
 from pilar.ingest.tables import SourceCell, build_grid, inherit
@@ -82,6 +83,7 @@ _TEXT_BEFORE = ("boolean(preceding::text()[normalize-space()]"
                 "[not(ancestor::script or ancestor::style or ancestor::noscript)])")
 _BOLD_STYLE = re.compile(r"font-weight\s*:\s*(bold|bolder|[6-9]00)", re.I)
 _WRAPPERS = frozenset({"span", "font", "a", "p", "div", "i", "em", "u", "center", "small", "big"})
+_MARKS = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ*†‡§¶]")
 _LIST_MAX_ITEMS = 8
 _LIST_MAX_CHARS = 80
 _LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
@@ -182,6 +184,25 @@ def _bold(cell) -> bool:
             return True
         if el.tag not in _WRAPPERS:
             return False
+
+
+def _trailing_sup(cell) -> str:
+    """The text of the ``sup`` that ends ``cell`` (nothing but blanks after
+    it), or ``""``."""
+    sup = None
+    for sup in cell.iter("sup"):
+        pass
+    if sup is None:
+        return ""
+    el = sup
+    while el is not cell:
+        if (el.tail or "").strip():
+            return ""
+        for sib in el.itersiblings():
+            if (sib.tail or "").strip() or "".join(sib.itertext()).strip():
+                return ""
+        el = el.getparent()
+    return " ".join("".join(sup.itertext()).split())
 
 
 def _short_list(el) -> bool:
@@ -619,6 +640,7 @@ class _Reader:
             if child.tag == "caption":
                 caption = self._text(child).replace("\n", " ")
                 break
+        notes = self._notes(table, rows)
         source: list[list[SourceCell]] = []
         for i, cells in enumerate(rows):
             row: list[SourceCell] = []
@@ -626,11 +648,15 @@ class _Reader:
                 tag = cell.tag
                 found: list = []
                 text = self._text(cell, found)
+                marks: tuple[str, ...] = ()
+                if notes:
+                    text, marks = split_marker(text, notes, _trailing_sup(cell))
                 sc = SourceCell(text=text, is_header=tag == "th" or cell_path.startswith("thead"),
                                 rowspan=parse_span(cell.get("rowspan")),
                                 colspan=parse_span(cell.get("colspan")),
                                 css_path=f"{path} > {cell_path}",
-                                emphasis=tag == "td" and bool(text) and _bold(cell))
+                                emphasis=tag == "td" and bool(text) and _bold(cell),
+                                notes=marks)
                 nested.extend((sub, sc) for sub in found)
                 row.append(sc)
             source.append(row)
@@ -641,6 +667,31 @@ class _Reader:
                           max_span=self.max_span, warnings=self.warnings)
         grid.wikitable_index = self.wikitables.get(table)
         return grid
+
+    def _notes(self, table, rows) -> dict[str, str]:
+        """Footnotes of ``table`` (:func:`~pilar.ingest.footnotes.note_lines`)
+        from its one-cell rows (a ``tfoot`` or a full-width row) and the
+        first blocks after it (after its wrapper when it ends one), up to
+        the next heading or table; ``{}`` when no cell could hold a marker
+        (no ``sup``, no superscript or note symbol)."""
+        if table.find(".//sup") is None and not _MARKS.search("".join(table.itertext())):
+            return {}
+        notes: dict[str, str] = {}
+        for cells in rows:
+            if len(cells) == 1:
+                notes.update(note_lines(self._text(cells[0][0])))
+        anchor = table
+        while anchor.getnext() is None and anchor.getparent() is not None \
+                and anchor.getparent().tag not in ("body", "td", "th"):
+            anchor = anchor.getparent()
+        for n, el in enumerate(anchor.itersiblings()):
+            if n >= 3 or not isinstance(el.tag, str) or el.tag in _HEADINGS or el.tag == "table" \
+                    or next(el.iter("table"), None) is not None:
+                break
+            if not self._dropped(el, el.tag):
+                for key, text in note_lines(self._text(el)).items():
+                    notes.setdefault(key, text)
+        return notes
 
     def _emit_rows(self, grid: TableGrid) -> None:
         if grid.caption:

@@ -65,8 +65,10 @@ class SourceCell:
     ``max_span`` are capped). ``emphasis`` marks a cell whose whole text is
     bold (a ``td`` styled as a header): a first row of such cells is read as
     a header row. ``bbox`` is in PDF points (PDF), ``css_path`` the cell's
-    CSS path (HTML). ``origin`` is set by :func:`build_grid` to the (row, col)
-    where the cell landed, or stays ``None`` when a size cap dropped it.
+    CSS path (HTML). ``notes`` are the footnotes of a marker split from the
+    text (:mod:`pilar.ingest.footnotes`). ``origin`` is set by
+    :func:`build_grid` to the (row, col) where the cell landed, or stays
+    ``None`` when a size cap dropped it.
     """
 
     text: str
@@ -77,6 +79,7 @@ class SourceCell:
     css_path: str | None = None
     emphasis: bool = False
     origin: tuple[int, int] | None = None
+    notes: tuple[str, ...] = ()
 
 
 def cell_id(doc_id: str, table_index: int, row: int, col: int) -> str:
@@ -122,7 +125,7 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
         src.origin = origin
         grid_cells[k] = GridCell(cell_id=cell_id(doc_id, table_index, *origin), text=src.text,
                                  is_header=src.is_header, origin=origin, bbox=src.bbox,
-                                 css_path=src.css_path)
+                                 css_path=src.css_path, notes=src.notes)
         if src.emphasis:
             emphasized.add(grid_cells[k].cell_id)
     cells: list[list[GridCell]] = []

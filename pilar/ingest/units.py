@@ -18,7 +18,9 @@ Two kinds of unit, each backed by one :class:`~pilar.model.Support` with its
 context = page title > section path > table caption / title > group label
 (consecutive repeats dropped); a row's cells are paired with their header
 paths (``"Header > Sub: value"``), a key-value row reads ``"Key: value"``,
-line breaks inside a cell read ``" / "``.
+line breaks inside a cell read ``" / "``; the footnotes of a value's or
+its header's marker follow the pair in brackets (``"Depth (m): 6.5 [a: At
+low tide]"``; the value itself without its marker).
 
 Ids: the n-th support appended to a page's ``supports_out`` list gets
 ``support_id = f"{doc_id}:{page}:s{n}"``, its provenance
@@ -135,6 +137,11 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     """
     units: list[Unit] = []
     base = (page_title, *grid.section_path, grid.caption, grid.title)
+    heads = [r for r, kind in enumerate(grid.row_kinds) if kind == "header"]
+
+    def header_notes(c0: int, c1: int) -> list[str]:  # footnotes of the column's header cells
+        return [n for r in heads for cell, _, _ in row_spans(grid.cells[r][c0:c1 + 1])
+                for n in cell.notes]
     for r, row_kind in enumerate(grid.row_kinds):
         if row_kind != "body" and row_kind != "keyvalue":
             continue
@@ -147,7 +154,8 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
             key = key.rstrip(" :") or key  # "Born:" reads "Born: value"
             values = spans[1:]
             value = " / ".join(render_cell(_value(cell)) for cell, _, _ in values)
-            pairs = [f"{key}: {value}" if value else key]
+            pair = f"{key}: {value}" if value else key
+            pairs = [_noted(pair, [n for cell, _, _ in spans for n in cell.notes])]
             headers = tuple([" > ".join(grid.header_paths[spans[0][1]])] + [key] * len(values))
             text = pairs[0]
         else:
@@ -159,7 +167,8 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
                     path = ""  # a header cell reaching into the row labels it: no "X: X"
                 header_list.append(path)
                 value = render_cell(_value(cell))
-                pairs.append(f"{path}: {value}" if path else value)
+                notes = [*(header_notes(c0, c1) if path else ()), *cell.notes]
+                pairs.append(_noted(f"{path}: {value}" if path else value, notes))
             headers = tuple(header_list)
             text = " | ".join(render_cell(_value(cell)) for cell, _, _ in spans)
         context = _dedupe((*base, grid.group_labels[r]))
@@ -180,6 +189,13 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
                           table_index=grid.table_index, row_index=r, headers=headers,
                           cells=tuple(_value(cell) for cell in cells)))
     return units
+
+
+def _noted(pair: str, notes: list[str]) -> str:
+    """``pair`` followed by its footnotes in brackets (``"Depth (m): 6.5
+    [a: At low tide]"``), each once."""
+    notes = list(dict.fromkeys(notes))
+    return f"{pair} [{'; '.join(notes)}]" if notes else pair
 
 
 def _value(cell: GridCell) -> str:
