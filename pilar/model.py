@@ -225,6 +225,9 @@ class TableGrid:
     # HTML: 0-based position among the document's table.wikitable elements in
     # document order, nested included (how WikiTableQuestions numbers tables)
     wikitable_index: int | None = None
+    # PDF: the page of each row when the table runs over several pages (rows
+    # continued from the next page are appended); empty when all are on `page`
+    row_pages: list[int] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:

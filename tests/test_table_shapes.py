@@ -303,3 +303,38 @@ def test_footnote_markers_are_split_from_values_and_headers_and_linked_to_their_
     plain = html_doc(b"<table><tr><th>Town</th><th>Area km<sup>2</sup></th></tr><tr><td>Ames</td>"
                      b"<td>12<sup>1</sup></td></tr></table>")
     assert rows(plain) == ["Town: Ames | Area km2: 121"]
+
+
+def test_table_continued_on_the_next_page_is_one_table_without_a_repeated_header():
+    html, pdf = parse(SHAPES / "continued.html"), parse(SHAPES / "continued.pdf")
+    assert pdf.document.n_pages == 2
+    [grid] = pdf.tables
+    assert grid.header_paths == [("No.",), ("Plot",), ("Moisture (%)",), ("Soil",)]
+    unwrapped = [line.replace(" / ", " ") for line in rows(pdf)]  # "Plot / W22" wraps
+    assert unwrapped == rows(html) and len(unwrapped) == 70
+    units = [u for u in pdf.units if u.kind == "row"]
+    pages = {u.cells[0]: u.page for u in units}
+    assert pages["1"] == 1 and pages["70"] == 2
+    assert [u.page for u in units] == sorted(u.page for u in units)  # each row's own page
+    assert all(grid.row_pages[u.row_index] == u.page for u in units)
+    assert rows(pdf)[-1] == "No.: 70 | Plot: Plot S70 | Moisture (%): 80.0 | Soil: sand"
+    late = next(u for u in units if u.page == 2)
+    support = next(s for s in pdf.supports if s.support_id == late.support_id)
+    assert support.provenance.page == 2 and support.provenance.table_index == 0
+
+
+def test_table_continued_under_a_repeated_header_counts_a_cut_row_once():
+    parsed = parse(SHAPES / "continued_repeat.pdf")
+    [grid] = parsed.tables
+    assert grid.row_kinds.count("header") == 2  # the repeat on page 2: no unit
+    got = rows(parsed)
+    assert len(got) == 15
+    assert got[9:12] == [
+        "No.: 10 | Plot: Plot K10 | Moisture (%): 20.0 | Soil: sand",
+        "No.: 11 | Plot: Plot L11 | Moisture (%): 17.1 | Soil: peat over boulder clay",
+        "No.: 12 | Plot: Plot M12 | Moisture (%): 94.2 | Soil: clay"]
+    pages = [u.page for u in parsed.units if u.kind == "row"]
+    assert pages == [1] * 11 + [2] * 4
+    # HTML holds the two parts as two tables, each row under its header
+    html = parse(SHAPES / "continued_repeat.html")
+    assert [g.header_paths for g in html.tables] == [grid.header_paths] * 2

@@ -204,7 +204,8 @@ def _assemble(doc: Document, pages: list[PageParse], meta_title: str, settings: 
                 continue
             if isinstance(b.obj, PageTable):
                 grid = _emit_table(b, p, out, supports, texts, settings, title, prev, first)
-                prev = (b.obj, grid)
+                # a merged continuation keeps the columns of the page the table began on
+                prev = (b.obj if prev is None or grid is not prev[1] else prev[0], grid)
             elif isinstance(b.obj, Figure):
                 _emit_figure(b, p, doc, supports, texts, settings, pdf, warnings)
             else:
@@ -285,11 +286,20 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
                       caption=b.extra.get("caption", ""), section_path=b.section_path,
                       bbox=p.display_bbox(b.bbox), max_span=settings.max_span,
                       warnings=out.warnings)
-    if first and prev is not None and prev[1].page == p.number - 1:
-        continue_table(grid, table, *prev)
-    out.tables.append(grid)
+    added = None
+    if first and prev is not None and (prev[1].row_pages or [prev[1].page])[-1] == p.number - 1:
+        n0 = prev[1].n_rows
+        added = continue_table(grid, table, *prev)
+        if added is not None and added.start < n0:  # the last row went on: its unit again
+            _amend_row(prev[1], added.start, out, title, settings)
+            added = range(n0, added.stop)
+    if added is not None:
+        grid = prev[1]  # rows appended to the table of the previous page
+    else:
+        out.tables.append(grid)
+        added = range(grid.n_rows)
     lines = []
-    for row in grid.cells:
+    for row in grid.cells[added.start:added.stop]:
         cells, last = [], None
         for cell in row:
             if cell is not last and cell.text:
@@ -299,11 +309,27 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
             lines.append(" | ".join(cells))
     body = "\n".join(lines)
     add_support(supports, kind="table", text=body[:settings.max_unit_chars], doc_id=doc_id,
-                page=p.number, section_path=grid.section_path, bbox=grid.bbox,
+                page=p.number, section_path=grid.section_path, bbox=p.display_bbox(b.bbox),
                 table_index=grid.table_index)
-    out.units.extend(row_units(grid, supports, title, max_chars=settings.max_unit_chars))
+    out.units.extend(row_units(grid, supports, title, max_chars=settings.max_unit_chars,
+                               rows=added))
     texts.append(body)
     return grid
+
+
+def _amend_row(grid: TableGrid, r: int, out: ParsedDocument, title: str,
+               settings: Settings) -> None:
+    """Rewrite, in place, the unit and support of row ``r`` of ``grid``
+    (emitted on an earlier page) after the row's text went on on the next
+    page; ids and provenance page stay."""
+    unit = next((u for u in out.units if u.table_index == grid.table_index
+                 and u.row_index == r), None)
+    if unit is None:
+        return
+    [new] = row_units(grid, [], title, max_chars=settings.max_unit_chars, rows=range(r, r + 1))
+    support = next(s for s in out.supports if s.support_id == unit.support_id)
+    support.text = new.text
+    unit.text, unit.completed_text, unit.cells = new.text, new.completed_text, new.cells
 
 
 def _display_cell(cell, p: PageParse):

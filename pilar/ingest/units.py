@@ -121,7 +121,7 @@ def block_units(kind: UnitKind, text: str, supports_out: list[Support], *, doc_i
 
 
 def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
-              max_chars: int = DEFAULT_MAX_CHARS) -> list[Unit]:
+              max_chars: int = DEFAULT_MAX_CHARS, rows: range | None = None) -> list[Unit]:
     """Row units (Tessera §3.3): one per ``"body"`` or ``"keyvalue"`` row of
     ``grid`` that has any text, each with a ``"row"`` support appended to
     ``supports_out``.
@@ -134,6 +134,9 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     provenance carries ``table_index``, ``row`` (``col`` is ``None``), the
     cells' ids, the row's CSS path (HTML) and the union of the cells' bboxes
     (PDF). ``text`` and ``completed_text`` are cut at ``max_chars``.
+    ``rows`` limits the units to those rows (a table continued on the next
+    page adds its rows there); each unit cites its row's page
+    (``grid.row_pages``, else ``grid.page``).
     """
     units: list[Unit] = []
     base = (page_title, *grid.section_path, grid.caption, grid.title)
@@ -142,9 +145,11 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     def header_notes(c0: int, c1: int) -> list[str]:  # footnotes of the column's header cells
         return [n for r in heads for cell, _, _ in row_spans(grid.cells[r][c0:c1 + 1])
                 for n in cell.notes]
-    for r, row_kind in enumerate(grid.row_kinds):
+    for r in rows if rows is not None else range(grid.n_rows):
+        row_kind = grid.row_kinds[r]
         if row_kind != "body" and row_kind != "keyvalue":
             continue
+        page = grid.row_pages[r] if grid.row_pages else grid.page
         spans = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r])
                  if cell.text or cell.tables]
         if not any(cell.text for cell, _, _ in spans):
@@ -179,11 +184,11 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
             text = text[:max_chars - 1] + _ELLIPSIS
         cells = [cell for cell, _, _ in spans]
         support = add_support(
-            supports_out, kind="row", text=text, doc_id=grid.doc_id, page=grid.page,
+            supports_out, kind="row", text=text, doc_id=grid.doc_id, page=page,
             section_path=grid.section_path, css_path=_row_css_path(cells, r, grid.css_path),
             bbox=_union(cell.bbox for cell in cells), table_index=grid.table_index, row=r,
             cell_ids=tuple(cell.cell_id for cell in cells))
-        units.append(Unit(unit_id=_unit_id(support), doc_id=grid.doc_id, page=grid.page,
+        units.append(Unit(unit_id=_unit_id(support), doc_id=grid.doc_id, page=page,
                           kind="row", text=text, completed_text=completed,
                           support_id=support.support_id, context=context,
                           table_index=grid.table_index, row_index=r, headers=headers,
