@@ -338,3 +338,19 @@ def test_table_continued_under_a_repeated_header_counts_a_cut_row_once():
     # HTML holds the two parts as two tables, each row under its header
     html = parse(SHAPES / "continued_repeat.html")
     assert [g.header_paths for g in html.tables] == [grid.header_paths] * 2
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_unruled_header_wider_than_its_column_keeps_its_values(suffix):
+    # PDF: "Audio (thousands)" is centred over a narrower column of figures,
+    # past the right edge the text alignment gives the table
+    parsed = parse(SHAPES / f"unruled_header{suffix}")
+    loans, members = parsed.tables
+    assert loans.header_paths == [("Branch",), ("Books (thousands)",), ("Audio (thousands)",)]
+    assert members.header_paths == [("Branch",), ("Adults",), ("Children",)]
+    got = rows(parsed)
+    assert got[0] == "Branch: Eastgate | Books (thousands): 41.2 | Audio (thousands): 3.1"
+    assert got[4] == "Branch: Total | Books (thousands): 90.1 | Audio (thousands): 6.5"
+    assert got[6] == "Branch: Fernhill | Adults: 1,377"
+    assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
+        "Loans in the first quarter, thousands of items.", "Figures are provisional."]

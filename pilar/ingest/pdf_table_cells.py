@@ -66,7 +66,12 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
     ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
     if len(xs) < 3 or len(ys) < 2:
         return None
-    bbox = (xs[0], ys[0], xs[-1], ys[-1])
+    found_top = ys[0]
+    if strategy == "text":
+        above = _header_above(xs, ys, words)
+        if above:
+            boxes += above
+            ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
     placed: dict[tuple[int, int], tuple[int, int, BBox]] = {}
     owner: dict[tuple[int, int], tuple[int, int]] = {}
     for b in boxes:
@@ -77,6 +82,9 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             for r in range(r0, r1):
                 for c in range(c0, c1):
                     owner.setdefault((r, c), (r0, c0))
+    if strategy != "lines":
+        _widen(xs, ys, words)  # after placing: cells keep the finder's boundaries
+    bbox = (xs[0], ys[0], xs[-1], ys[-1])
     by_cell: dict[tuple[int, int], list[tuple]] = {}
     for w in words:
         cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
@@ -89,7 +97,8 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             by_cell.setdefault(key, []).append(w)
     table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
                    and bbox[1] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= bbox[3]]
-    if strategy != "lines" and _prose(table_lines, xs):
+    if strategy != "lines" and _prose([ln for ln in table_lines  # a centred header may cross
+                                       if (ln.bbox[1] + ln.bbox[3]) / 2 > found_top], xs):
         return None
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
     texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
@@ -125,6 +134,59 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             break
     return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
                      [xs[c] for c in keep_c])
+
+
+def _header_above(xs: list[float], ys: list[float], words: list[tuple]) -> list[BBox]:
+    """Cells of a header row the text-alignment finder left above the table:
+    the line right above its first row (within 1.6 row heights), inside the
+    table's width and no taller than its words, whose words stand over two
+    or more columns with more than a space between columns (a caption or a
+    sentence runs on with single spaces), with up to two wrapped lines
+    above it over the same columns. [] when there is none."""
+    rows = sorted(ys[i + 1] - ys[i] for i in range(len(ys) - 1))
+    h = rows[len(rows) // 2]
+    lo, hi = xs[0] - 12, xs[-1] + 12
+    body = sorted(w[3] - w[1] for w in words
+                  if ys[0] <= (w[1] + w[3]) / 2 <= ys[-1] and lo <= w[0] and w[2] <= hi)
+    if not body:
+        return []
+    tall = 1.4 * body[len(body) // 2]
+    top, cols, bottom = ys[0], set(), ys[0]
+    for step in range(3):
+        band = [w for w in words if top - 1.6 * h <= (w[1] + w[3]) / 2 < top]
+        if not band or any(w[0] < lo or w[2] > hi or w[3] - w[1] > tall for w in band):
+            break
+        band.sort(key=lambda w: w[0])
+        at = [min(max(bisect.bisect_right(xs, (w[0] + w[2]) / 2) - 1, 0), len(xs) - 2)
+              for w in band]
+        if step == 0:
+            spaced = all(b[0] - a[2] >= 0.35 * (a[3] - a[1])
+                         for a, b, ca, cb in zip(band, band[1:], at, at[1:]) if ca != cb)
+            if len(set(at)) < 2 or not spaced or all(_NUMERIC.match(w[4]) for w in band):
+                return []
+        elif not set(at) <= cols or top - max(w[3] for w in band) > 0.5 * h:
+            break
+        cols |= set(at)
+        top = min(w[1] for w in band)
+    if top == bottom:
+        return []
+    return [(xs[i], top, xs[i + 1], bottom) for i in range(len(xs) - 1)]
+
+
+def _widen(xs: list[float], ys: list[float], words: list[tuple], gap: float = 12.0) -> None:
+    """Move the outer column edges of a table found by text alignment (in
+    place) over the words of its rows that hang past them (within ``gap``
+    points): a header centred over a narrower column of values, wider
+    than it, belongs to that column, not to the page around."""
+    inside = [w for w in words if ys[0] <= (w[1] + w[3]) / 2 <= ys[-1]]
+    grown = True
+    while grown:
+        grown = False
+        for w in inside:
+            if xs[-1] < w[2] and w[0] - xs[-1] < gap and w[0] > xs[-2]:
+                xs[-1], grown = w[2], True
+            if w[0] < xs[0] and xs[0] - w[2] < gap and w[2] < xs[1]:
+                xs[0], grown = w[0], True
 
 
 def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
