@@ -354,3 +354,20 @@ def test_unruled_header_wider_than_its_column_keeps_its_values(suffix):
     assert got[6] == "Branch: Fernhill | Adults: 1,377"
     assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
         "Loans in the first quarter, thousands of items.", "Figures are provisional."]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_unruled_header_line_above_the_aligned_rows_is_the_header_row(suffix):
+    # PDF: tight 8 pt rows; the bold header's words are set closer than the
+    # columns, so text alignment starts the table at "Alabama"
+    parsed = parse(SHAPES / f"header_above{suffix}")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("State",), ("Population",), ("Enrolled",)]
+    assert rows(parsed) == ["State: Alabama | Population: 4,903 | Enrolled: 1,830",
+                            "State: Alaska | Population: 731",
+                            "State: Arizona | Population: 7,278 | Enrolled: 2,950",
+                            "State: Arkansas | Population: 3,017",
+                            "State: California | Population: 39,512 | Enrolled: 14,210",
+                            "State: Total | Population: 55,441 | Enrolled: 18,990"]
+    assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
+        "School enrolment in the autumn census.", "Blank: not reported."]
