@@ -46,14 +46,6 @@ def read_csv(path: Path) -> list[list[str]]:
         return list(csv.reader(f, escapechar="\\", doublequote=False))
 
 
-def marked(grid, row: int) -> list[str]:
-    """The row's cells whose footnote marker pilar split off, as printed
-    (value and marker, glued or spaced: WTQ's CSV keeps them together)."""
-    cells = [c for c in {id(c): c for c in grid.cells[row]}.values() if c.notes]
-    glued = [printed(c.text, c.notes) for c in cells]
-    return glued + [f"{c.text} {p[len(c.text):]}" for c, p in zip(cells, glued)]
-
-
 def check_page(meta: dict, base: Path, settings: Settings) -> tuple[int, list[dict], bool]:
     """(body rows, failures, header labels agree) of one page; a failure
     names its cause."""
@@ -67,12 +59,12 @@ def check_page(meta: dict, base: Path, settings: Settings) -> tuple[int, list[di
                             "row": row} for row in body], False
     paths = {norm(" ".join(path)) for path in grid.header_paths}
     heads = [r for r, kind in enumerate(grid.row_kinds) if kind == "header"]
-    paths |= {norm(" ".join(path[:-1] + (printed(cell.text, cell.notes),)))
+    paths |= {norm(" ".join(path[:-1] + (form,)))
               for c, path in enumerate(grid.header_paths) if path
-              for cell in {id(grid.cells[r][c]): grid.cells[r][c] for r in heads}.values()
-              if cell.notes and cell.text == path[-1]}
+              for form in printed(grid.cells[r][c] for r in heads
+                                  if grid.cells[r][c].text == path[-1])}
     header_ok = all(norm(h) in paths for h in gold[0] if norm(h))
-    texts = [norm(" | ".join((*u.cells, *marked(grid, u.row_index)))) for u in parsed.units
+    texts = [norm(" | ".join((*u.cells, *printed(grid.cells[u.row_index])))) for u in parsed.units
              if u.kind == "row" and u.table_index == grid.table_index]
     failures = []
     for i, row in enumerate(body, start=1):

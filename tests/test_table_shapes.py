@@ -277,8 +277,10 @@ def test_nested_table_is_its_own_grid_referred_to_by_its_cell():
     assert rows(frame) == ["Day: Mon | Wind: 14"]
 
 
-def test_footnote_markers_are_split_from_values_and_headers_and_linked_to_their_notes():
-    parsed = parse(SHAPES / "footnotes.html")
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_footnote_markers_are_split_from_values_and_headers_and_linked_to_their_notes(suffix):
+    # PDF: <sup> prints as raised small text glued to the value ("1,2502")
+    parsed = parse(SHAPES / f"footnotes{suffix}")
     berths, cranes = parsed.tables
     assert berths.header_paths == [("Berth",), ("Depth (m)",), ("Calls",)]
     assert cranes.header_paths == [("Crane",), ("Lift (t)",), ("Reach (m²)",)]  # no note "²"
@@ -299,7 +301,8 @@ def test_footnote_markers_are_split_from_values_and_headers_and_linked_to_their_
     # the notes themselves stay evidence
     assert "Safe working load." in [u.text.split(" ", 1)[1] for u in parsed.units
                                     if u.kind == "paragraph"]
-    # a superscript without a note is text: units, not a marker
+
+def test_superscript_without_a_note_is_text():
     plain = html_doc(b"<table><tr><th>Town</th><th>Area km<sup>2</sup></th></tr><tr><td>Ames</td>"
                      b"<td>12<sup>1</sup></td></tr></table>")
     assert rows(plain) == ["Town: Ames | Area km2: 121"]

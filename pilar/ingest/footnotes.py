@@ -17,8 +17,11 @@ they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["marker_key", "note_lines", "printed", "split_marker"]
+from pilar.model import GridCell
+
+__all__ = ["has_mark", "marker_key", "note_lines", "printed", "split_marker"]
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ",
                               "0123456789abcdefghijklmnoprstuvwxyz")
@@ -30,6 +33,15 @@ _NOTE = re.compile(
     r"(\S.*)$")
 _TRAILING = re.compile(rf"^(.*?\S)\s*([{_SUP_CHARS}]{{1,2}}(?:,[{_SUP_CHARS}]{{1,2}})*"
                        rf"|[{_SYMBOLS}]{{1,3}})$", re.S)
+
+
+_ANY_MARK = re.compile(f"[{_SUP_CHARS}{re.escape(_SYMBOLS)}]")
+
+
+def has_mark(text: str) -> bool:
+    """``text`` holds a superscript character or a note symbol (a table
+    worth looking for notes of)."""
+    return bool(_ANY_MARK.search(text))
 
 
 def marker_key(marker: str) -> str:
@@ -73,8 +85,16 @@ def split_marker(text: str, notes: dict[str, str], raised: str = "") -> tuple[st
     return head, tuple(f"{mark}: {notes[mark]}" for mark in marks)
 
 
-def printed(text: str, notes: tuple[str, ...]) -> str:
-    """A cell as the source printed it: ``text`` with the markers of its
-    ``notes`` (``"marker: note"``) glued back on (``"1,250"`` + ``"2: ..."``
-    -> ``"1,2502"``; superscripts in their ASCII form)."""
-    return text + ",".join(note.split(":", 1)[0] for note in notes)
+def printed(cells: Iterable[GridCell]) -> list[str]:
+    """The distinct ``cells`` whose marker was split off, as the source
+    printed them: text and markers glued (``"1,250"`` + ``"2: ..."`` ->
+    ``"1,2502"``, superscripts in ASCII) and spaced (``"1,250 2"``); for
+    comparing with gold data that keeps markers in values (WikiTableQuestions)."""
+    out: list[str] = []
+    seen: set[int] = set()
+    for cell in cells:
+        if cell.notes and id(cell) not in seen:
+            seen.add(id(cell))
+            marks = ",".join(note.split(":", 1)[0] for note in cell.notes)
+            out += [cell.text + marks, f"{cell.text} {marks}"]
+    return out

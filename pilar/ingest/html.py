@@ -36,7 +36,7 @@ from lxml import etree
 
 from pilar.config import Settings
 from pilar.errors import IngestError
-from pilar.ingest.footnotes import note_lines, split_marker
+from pilar.ingest.footnotes import has_mark, note_lines
 from pilar.ingest.html_decode import decode_html, strip_prolog
 from pilar.ingest.limits import over_limit
 from pilar.ingest.tables import SourceCell, build_grid, inherit
@@ -83,7 +83,6 @@ _TEXT_BEFORE = ("boolean(preceding::text()[normalize-space()]"
                 "[not(ancestor::script or ancestor::style or ancestor::noscript)])")
 _BOLD_STYLE = re.compile(r"font-weight\s*:\s*(bold|bolder|[6-9]00)", re.I)
 _WRAPPERS = frozenset({"span", "font", "a", "p", "div", "i", "em", "u", "center", "small", "big"})
-_MARKS = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ*†‡§¶]")
 _LIST_MAX_ITEMS = 8
 _LIST_MAX_CHARS = 80
 _LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
@@ -648,15 +647,12 @@ class _Reader:
                 tag = cell.tag
                 found: list = []
                 text = self._text(cell, found)
-                marks: tuple[str, ...] = ()
-                if notes:
-                    text, marks = split_marker(text, notes, _trailing_sup(cell))
                 sc = SourceCell(text=text, is_header=tag == "th" or cell_path.startswith("thead"),
                                 rowspan=parse_span(cell.get("rowspan")),
                                 colspan=parse_span(cell.get("colspan")),
                                 css_path=f"{path} > {cell_path}",
                                 emphasis=tag == "td" and bool(text) and _bold(cell),
-                                notes=marks)
+                                marker=_trailing_sup(cell) if notes else "")
                 nested.extend((sub, sc) for sub in found)
                 row.append(sc)
             source.append(row)
@@ -664,7 +660,7 @@ class _Reader:
         grid = build_grid(source, table_index=len(self.tables), doc_id=self.doc_id, page=PAGE,
                           caption=caption, section_path=self.section_path,
                           kind="infobox" if "infobox" in cls else "table", css_path=path,
-                          max_span=self.max_span, warnings=self.warnings)
+                          max_span=self.max_span, warnings=self.warnings, notes=notes)
         grid.wikitable_index = self.wikitables.get(table)
         return grid
 
@@ -674,7 +670,7 @@ class _Reader:
         first blocks after it (after its wrapper when it ends one), up to
         the next heading or table; ``{}`` when no cell could hold a marker
         (no ``sup``, no superscript or note symbol)."""
-        if table.find(".//sup") is None and not _MARKS.search("".join(table.itertext())):
+        if table.find(".//sup") is None and not has_mark("".join(table.itertext())):
             return {}
         notes: dict[str, str] = {}
         for cells in rows:

@@ -47,6 +47,7 @@ import pymupdf
 
 from pilar.config import Settings
 from pilar.errors import IngestError
+from pilar.ingest.footnotes import has_mark, note_lines
 from pilar.ingest.heap import release_freed
 from pilar.ingest.limits import out_of_memory
 from pilar.ingest.pdf_caps import RecordCaps, check_content
@@ -285,7 +286,7 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
     grid = build_grid(rows, table_index=len(out.tables), doc_id=doc_id, page=p.number,
                       caption=b.extra.get("caption", ""), section_path=b.section_path,
                       bbox=p.display_bbox(b.bbox), max_span=settings.max_span,
-                      warnings=out.warnings)
+                      warnings=out.warnings, notes=_notes(b, p))
     added = None
     if first and prev is not None and (prev[1].row_pages or [prev[1].page])[-1] == p.number - 1:
         n0 = prev[1].n_rows
@@ -315,6 +316,29 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
                                rows=added))
     texts.append(body)
     return grid
+
+
+def _notes(b: Block, p: PageParse) -> dict[str, str]:
+    """Footnotes of the table in block ``b``
+    (:func:`~pilar.ingest.footnotes.note_lines`): its rows holding one cell
+    of text, and the first text blocks after it on the page, up to the next
+    heading or table; ``{}`` when no cell of it could hold a marker (raised
+    text, a superscript character or a note symbol)."""
+    table: PageTable = b.obj  # type: ignore[assignment]
+    if not any(cell.marker or has_mark(cell.text) for row in table.rows for cell in row):
+        return {}
+    notes: dict[str, str] = {}
+    for row in table.rows:
+        filled = [cell.text for cell in row if cell.text]
+        if len(filled) == 1:
+            notes.update(note_lines(filled[0]))
+    after = p.blocks[p.blocks.index(b) + 1:]
+    for block in after[:3]:
+        if block.obj is not None or block.label in ("title", "section-header"):
+            break
+        for key, text in note_lines("\n".join(ln.text for ln in block.lines)).items():
+            notes.setdefault(key, text)
+    return notes
 
 
 def _amend_row(grid: TableGrid, r: int, out: ParsedDocument, title: str,

@@ -125,7 +125,10 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         return None  # a one-row ruled table is kept: it may continue a table
     if _frame(texts, len(keep_r) * len(keep_c)):
         return None
-    rows = _source_rows(placed, texts, keep_r, keep_c)
+    raised = {(ln.block, ln.line): ln.raised for ln in table_lines if ln.raised}
+    rows = _source_rows(placed, texts, keep_r, keep_c,
+                        {key: _raised_end(by_cell.get(key, []), raised) for key in placed}
+                        if raised else {})
     header_rows = 0
     for row in rows:
         if row and all(c.is_header for c in row if c.text):
@@ -326,10 +329,11 @@ def _join_rows(placed: dict, ys: list[float], joined: set[int],
     return [tuple(b) for b in boxes.values()] + [tuple(b) for b in rows.values()]
 
 
-def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
-                 ) -> list[list[SourceCell]]:
+def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int],
+                 markers: dict[tuple[int, int], str]) -> list[list[SourceCell]]:
     """Rows of :class:`SourceCell` (HTML table model) over the kept rows and
-    columns; slots no cell covers get empty filler cells."""
+    columns; slots no cell covers get empty filler cells. ``markers`` are
+    the raised texts ending cells (:func:`_raised_end`)."""
     rmap = {r: i for i, r in enumerate(keep_r)}
     cmap = {c: i for i, c in enumerate(keep_c)}
     grid: dict[tuple[int, int], SourceCell] = {}
@@ -342,7 +346,8 @@ def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
         text, bold = texts[(r0, c0)]
         start = (rows_in[0], cols_in[0])
         grid[start] = SourceCell(text=text, is_header=bold, rowspan=len(rows_in),
-                                 colspan=len(cols_in), bbox=b)
+                                 colspan=len(cols_in), bbox=b,
+                                 marker=markers.get((r0, c0), ""))
         covered.update((r, c) for r in rows_in for c in cols_in)
     rows: list[list[SourceCell]] = []
     for r in range(len(keep_r)):
@@ -354,6 +359,19 @@ def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
                 row.append(SourceCell(text=""))
         rows.append(row)
     return rows
+
+
+def _raised_end(mine: list[tuple], raised: dict[tuple[int, int], tuple]) -> str:
+    """The superscript span that ends a cell's last word (``"1,2502"`` whose
+    ``"2"`` is raised), or ``""``. ``mine`` are the cell's words, ``raised``
+    the superscript spans (bbox, text) per (block, line)."""
+    if not mine:
+        return ""
+    last = max(mine, key=lambda w: ((w[1] + w[3]) / 2 // 3, w[0]))
+    for box, text in raised.get((last[5], last[6]), ()):
+        if abs(box[2] - last[2]) < 1 and box[0] > last[0] + 0.5 and last[4].endswith(text):
+            return text
+    return ""
 
 
 def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],

@@ -36,6 +36,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pilar.ingest.footnotes import split_marker
 from pilar.model import BBox, GridCell, RowKind, TableGrid
 
 __all__ = ["SourceCell", "build_grid", "classify_rows", "inherit", "cell_id",
@@ -65,8 +66,10 @@ class SourceCell:
     ``max_span`` are capped). ``emphasis`` marks a cell whose whole text is
     bold (a ``td`` styled as a header): a first row of such cells is read as
     a header row. ``bbox`` is in PDF points (PDF), ``css_path`` the cell's
-    CSS path (HTML). ``notes`` are the footnotes of a marker split from the
-    text (:mod:`pilar.ingest.footnotes`). ``origin`` is set by
+    CSS path (HTML). ``marker`` is trailing text printed raised (an HTML
+    ``sup``, a PDF superscript span); ``notes`` are set by :func:`build_grid`
+    to the footnotes of a marker it split from the text
+    (:mod:`pilar.ingest.footnotes`). ``origin`` is set by
     :func:`build_grid` to the (row, col) where the cell landed, or stays
     ``None`` when a size cap dropped it.
     """
@@ -79,6 +82,7 @@ class SourceCell:
     css_path: str | None = None
     emphasis: bool = False
     origin: tuple[int, int] | None = None
+    marker: str = ""
     notes: tuple[str, ...] = ()
 
 
@@ -92,7 +96,8 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
                kind: str = "table", css_path: str | None = None, bbox: BBox | None = None,
                parent_index: int | None = None, max_span: int = 1000,
                max_rows: int = MAX_GRID_ROWS, max_cols: int = MAX_GRID_COLS,
-               warnings: list[str] | None = None) -> TableGrid:
+               warnings: list[str] | None = None,
+               notes: dict[str, str] | None = None) -> TableGrid:
     """Resolve ``rows`` of source cells into a :class:`~pilar.model.TableGrid`
     (Tessera §3.3 "faithful grid").
 
@@ -100,8 +105,11 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
     rows as key-value pairs and only take ``th`` rows as group labels).
     Spans are capped at ``max_span``, rows spans also at the rows left in the
     table; the grid at ``max_rows`` x ``max_cols`` and :data:`MAX_GRID_SLOTS`.
-    Each cap that bites appends one line to ``warnings``. Never raises on
-    odd input: an empty table gives an empty grid (``n_rows == 0``).
+    Each cap that bites appends one line to ``warnings``. ``notes`` are the
+    table's footnotes (``{marker: text}``, :func:`pilar.ingest.footnotes.note_lines`):
+    a marker glued to a cell's text that has a note is split off into the
+    cell's ``notes``. Never raises on odd input: an empty table gives an
+    empty grid (``n_rows == 0``).
     """
     label = f"table {table_index}"
 
@@ -110,6 +118,9 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
             warnings.append(f"{label}: {msg}")
 
     flat = [cell for row in rows for cell in row]
+    if notes:
+        for cell in flat:
+            cell.text, cell.notes = split_marker(cell.text, notes, cell.marker)
     slots, placed = _place(rows, max_span, max_rows, max_cols, warn)
     # Drop columns / rows in which no cell starts: they only repeat a span.
     width = max((len(line) for line in slots), default=0)
