@@ -158,11 +158,12 @@ def continue_table(grid: TableGrid, table: PageTable, prev_table: PageTable,
     repeats the header. Its header rows, when it has some, must repeat the
     previous header labels: they become repeated header rows (no units);
     a header row guessed from a first row of values is read as a body row
-    again; a title row ("continued") stays a title. A first row whose first cell is empty under a table whose rows
-    all fill it is the tail of the previous page's last row: its texts are
-    joined to that row (rows counted once). Appended rows get their own
-    cell ids and ``prev_grid.row_pages`` records each row's page; rows
-    before the continuation's first group row keep the last group label."""
+    again; a title row ("continued") stays a title. A first row whose
+    first cell is empty under a table whose rows all fill it is the tail of
+    the previous page's last row: its texts are joined to that row (rows
+    counted once). Appended rows get their own cell ids and
+    ``prev_grid.row_pages`` records each row's page; rows before the
+    continuation's first group row keep the last group label."""
     if not any(prev_grid.header_paths) or grid.n_rows == 0:
         return None
     mapping = _column_mapping(table, prev_table, grid, prev_grid)
