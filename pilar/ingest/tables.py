@@ -16,7 +16,9 @@ A parser (HTML or PDF) describes a table as rows of :class:`SourceCell`
    of distinct labels over a column of another kind, such as quantities:
    :func:`_looks_like_header`), group rows inside the body (one
    full-width cell, or a ``th``-only row with one label) that label the rows
-   below them, repeated header rows, key-value rows (``th`` + ``td``, as in
+   below them, repeated header rows (an exact repetition of a header row;
+   rows of header cells may repeat it loosely; the only body rows are never
+   taken for repeats), key-value rows (``th`` + ``td``, as in
    infoboxes, when the table has no header rows) and body rows;
 4. combines multi-row headers into one header path per column, dropping the
    repeats that colspans and rowspans produce
