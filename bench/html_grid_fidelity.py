@@ -14,6 +14,9 @@ cause; ``--show`` prints that many failing rows with the closest unit. Also
 prints how many gold tables have every CSV header label among the grid's
 combined header paths (``" ".join(path)``; WTQ joins multi-row headers with
 a newline and drops some empty or image columns, so the check is one way).
+WTQ keeps footnote markers in values and labels (``"2006*"``); a cell whose
+marker pilar split off and linked to its note counts in its printed form
+(:func:`pilar.ingest.footnotes.printed`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from pilar.config import Settings  # noqa: E402
 from pilar.ingest import new_document  # noqa: E402
+from pilar.ingest.footnotes import printed  # noqa: E402
 from pilar.ingest.html import parse_html  # noqa: E402
 
 
@@ -54,8 +58,13 @@ def check_page(meta: dict, base: Path, settings: Settings) -> tuple[int, list[di
         return len(body), [{"page": meta["page_id"], "cause": "gold table not emitted",
                             "row": row} for row in body], False
     paths = {norm(" ".join(path)) for path in grid.header_paths}
+    heads = [r for r, kind in enumerate(grid.row_kinds) if kind == "header"]
+    paths |= {norm(" ".join(path[:-1] + (form,)))
+              for c, path in enumerate(grid.header_paths) if path
+              for form in printed(grid.cells[r][c] for r in heads
+                                  if grid.cells[r][c].text == path[-1])}
     header_ok = all(norm(h) in paths for h in gold[0] if norm(h))
-    texts = [norm(" | ".join(u.cells)) for u in parsed.units
+    texts = [norm(" | ".join((*u.cells, *printed(grid.cells[u.row_index])))) for u in parsed.units
              if u.kind == "row" and u.table_index == grid.table_index]
     failures = []
     for i, row in enumerate(body, start=1):

@@ -9,7 +9,9 @@ wiki
   Row recall: for each body row of the gold CSV (``wtq/dev/tables``), some
   row unit of the PDF holds every non-empty cell value of the row
   (lowercase, whitespace collapsed; a value must be a substring of the
-  unit's cells joined by spaces). Section paths: for each paragraph or
+  unit's cells joined by spaces; a cell whose footnote marker pilar split
+  off also counts as printed, :func:`pilar.ingest.footnotes.printed`, as the
+  CSV keeps markers in values). Section paths: for each paragraph or
   list-item support of the PDF whose text is found in a text element of the
   article HTML, the support's section path must equal the HTML heading path
   at the most specific such element (shortest text; any of them on a tie) (title > h2 > h3 ..., derived here with lxml from
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from pilar.config import Settings  # noqa: E402
 from pilar.errors import IngestError  # noqa: E402
 from pilar.ingest import parse  # noqa: E402
+from pilar.ingest.footnotes import printed  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 _WS = re.compile(r"\s+")
@@ -94,7 +97,8 @@ def check_wiki(settings: Settings, limit: int | None = None) -> dict:
     per_doc = []
     for rec in index:
         pd = parse(DATA / "pdf" / "wiki" / rec["file"], settings=settings)
-        units = [" ".join(norm(c) for c in u.cells) for u in pd.units if u.kind == "row"]
+        units = [" ".join(norm(c) for c in (*u.cells, *printed(
+            pd.tables[u.table_index].cells[u.row_index]))) for u in pd.units if u.kind == "row"]
         found = 0
         gold = [r for r in gold_rows(rec["page_id"]) if any(c.strip() for c in r)]
         for row in gold:

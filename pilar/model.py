@@ -190,6 +190,8 @@ class GridCell:
     origin: tuple[int, int] = (0, 0)  # (row, col) where the source cell starts
     bbox: BBox | None = None
     css_path: str | None = None  # HTML: the source cell's CSS path
+    tables: tuple[int, ...] = ()  # table_index of the grids nested in this cell
+    notes: tuple[str, ...] = ()  # footnotes of the marker split from text ("2: Estimated")
 
 
 RowKind = Literal["header", "title", "group", "body", "keyvalue"]
@@ -223,6 +225,9 @@ class TableGrid:
     # HTML: 0-based position among the document's table.wikitable elements in
     # document order, nested included (how WikiTableQuestions numbers tables)
     wikitable_index: int | None = None
+    # PDF: the page of each row when the table runs over several pages (rows
+    # continued from the next page are appended); empty when all are on `page`
+    row_pages: list[int] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:

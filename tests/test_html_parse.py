@@ -11,6 +11,7 @@ import pytest
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest import new_document
+from pilar.ingest.footnotes import printed
 from pilar.ingest.html import parse_html, parse_span
 from pilar.ingest.html_decode import decode_html
 
@@ -146,8 +147,8 @@ def test_gold_tables_of_a_wtq_sample(wtq_pages):
         data = (base / meta["html"]).read_bytes()
         parsed = parse_html(data, new_document(data, meta["page_id"], "text/html"), SETTINGS)
         grid = next(t for t in parsed.tables if t.wikitable_index == meta["table_index"])
-        units = [" ".join(" | ".join(u.cells).lower().split()) for u in parsed.units
-                 if u.table_index == grid.table_index]
+        units = [" ".join(" | ".join((*u.cells, *printed(grid.cells[u.row_index]))).lower().split())
+                 for u in parsed.units if u.table_index == grid.table_index]
         with (base / meta["csv"]).open(encoding="utf-8", newline="") as f:
             gold = list(csv.reader(f, escapechar="\\", doublequote=False))[1:]
         for row in gold:

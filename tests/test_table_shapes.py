@@ -133,3 +133,244 @@ def test_unruled_pdf_wrapped_cell_title_row_and_repeated_header():
     late = next(u for u in parsed.units if u.kind == "row" and "Southgate" in u.cells)
     assert late.context[-1] == "Outbreaks of previous weeks reported late"
     assert not [u for u in parsed.units if u.kind == "row" and "Sl. No" in u.text]
+
+
+def html_doc(html: bytes) -> ParsedDocument:
+    doc = Document(doc_id="d", uri="x.html", title="x", media_type="text/html", sha256="x",
+                   n_pages=1)
+    return parse_html(html, doc, Settings())
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_only_an_exact_repetition_of_the_header_row_is_a_repeated_header(suffix):
+    parsed = parse(SHAPES / f"header_case{suffix}")
+    options, answers = parsed.tables
+    assert options.row_kinds == ["header", "body"]
+    assert answers.row_kinds == ["header", "body", "body", "header", "body", "body"]
+    assert rows(parsed) == ["A: a | B: b | C: c",
+                            "Team: Harbour | Answer: answer | Points: 3",
+                            "Team: TEAM | Answer: ANSWER | Points: POINTS",
+                            "Team: Lantern | Answer: Answer | Points: 5",
+                            "Team: team | Answer: answer | Points: points"]
+
+
+def test_the_only_body_row_is_never_dropped_as_a_repeated_header():
+    lower = html_doc(b"<table><tr><th>A</th><th>B</th></tr><tr><td>a</td><td>b</td></tr></table>")
+    assert rows(lower) == ["A: a | B: b"]
+    same = html_doc(b"<table><tr><th>A</th><th>B</th></tr><tr><td>A</td><td>B</td></tr></table>")
+    assert same.tables[0].row_kinds == ["header", "body"]
+    assert rows(same) == ["A: A | B: B"]
+    # a repeat between body rows is still a header, whitespace aside
+    repeat = html_doc(b"<table><tr><th>Sl. No</th><th>Name</th></tr><tr><td>1</td><td>Ames</td>"
+                      b"</tr><tr><td>Sl.  No</td><td>Name\n</td></tr><tr><td>2</td><td>Bly</td>"
+                      b"</tr></table>")
+    assert repeat.tables[0].row_kinds == ["header", "body", "header", "body"]
+    # a row marked up as header cells repeats it loosely (case kept); values never do
+    marked = html_doc(b"<table><tr><th>Pos.</th><th>Club</th><th>Pts</th></tr><tr><td>1</td>"
+                      b"<td>Arden</td><td>30</td></tr><tr><th>Pos</th><th>Club</th><th>Points</th>"
+                      b"</tr><tr><td><b>Pos</b></td><td><b>Club</b></td><td><b>Pts</b></td></tr>"
+                      b"<tr><td>pos</td><td>club</td><td>pts</td></tr><tr><th>pos</th><th>club</th>"
+                      b"<th>pts</th></tr><tr><td>2</td><td>Bree</td><td>28</td></tr></table>")
+    assert marked.tables[0].row_kinds == ["header", "body", "header", "header", "body", "body",
+                                          "body"]
+    assert rows(marked)[1:3] == ["Pos.: pos | Club: club | Pts: pts",
+                                 "Pos.: pos | Club: club | Pts: pts"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_th_cells_directly_in_thead_are_the_header_row(suffix):
+    parsed = parse(SHAPES / f"thead_cells{suffix}")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("Station",), ("Elevation (m)",), ("Opened",)]
+    assert rows(parsed) == ["Station: Grauhorn | Elevation (m): 2,941 | Opened: 1953",
+                            "Station: Kessel Pass | Elevation (m): 2,106 | Opened: 1977",
+                            "Station: Lindwurm Hut | Elevation (m): 1,788 | Opened: 2004"]
+    if suffix == ".html":
+        station = grid.cells[0][0]
+        assert station.css_path.endswith("table:nth-of-type(1) > thead:nth-of-type(1) > "
+                                          "th:nth-of-type(1)")
+
+
+def test_loose_cells_and_td_rows_of_thead_are_header_cells():
+    loose = html_doc(b"<table><th>K</th><th>V</th><tr><td>x</td><td>1</td></tr></table>")
+    assert rows(loose) == ["K: x | V: 1"]
+    td_head = html_doc(b"<table><thead><tr><td>Name</td><td>City</td></tr></thead><tbody><tr>"
+                       b"<td>Ann</td><td>Oslo</td></tr><tr><td>Bo</td><td>Rome</td></tr></tbody>"
+                       b"</table>")
+    assert rows(td_head) == ["Name: Ann | City: Oslo", "Name: Bo | City: Rome"]
+
+
+def test_one_column_table_under_a_header_cell_is_a_table():
+    parsed = parse(SHAPES / "one_column.html")
+    assert [g.header_paths for g in parsed.tables] == [[("Ingredients",)], [("Method",)]]
+    assert rows(parsed) == ["Ingredients: 500 g rye flour / 10 g salt / 400 ml water",
+                            "Ingredients: Caraway seeds", "Method: Mix and rest overnight"]
+    flour = next(u for u in parsed.units if u.kind == "row" and "rye" in u.text)
+    assert flour.cells == ("500 g rye flour\n10 g salt\n400 ml water",)
+    assert flour.context == ("Rye bread", "Shopping")
+    assert not [u for u in parsed.units if u.kind == "paragraph" and "Caraway" in u.text]
+    # one column without a header cell stays flow
+    flow = html_doc(b"<table><tr><td>Rye</td></tr><tr><td>Wheat</td></tr></table>")
+    assert not flow.tables and [u.text for u in flow.units] == ["Rye", "Wheat"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_header_row_of_a_table_without_th_is_inferred_from_content(suffix):
+    parsed = parse(SHAPES / f"inferred_header{suffix}")
+    kinds = [g.row_kinds[0] for g in parsed.tables]
+    # labels over quantities, a corner over years, bold labels; then three
+    # tables whose first row is data (numbers in it, all text, a label column
+    # with one number in four)
+    assert kinds == ["header", "header", "header", "body", "body", "body"]
+    got = [line.replace(" / ", " ") for line in rows(parsed)]  # PDF wraps "Cray / Water"
+    assert got[:7] == [
+        "Reservoir: Holm Fen | Capacity (ML): 12,400 | Level: 81 % | Inspected: 2024-03-02",
+        "Reservoir: Cray Water | Capacity (ML): 8,950 | Level: 64 % | Inspected: 2024-02-17",
+        "Reservoir: Old Tarn | Capacity (ML): 3,120 | Level: 92 % | Inspected: 2023-11-30",
+        "Ferries | 2021: 1,204 | 2022: 1,310 | 2023: 1,451",
+        "Footbridges | 2021: 88,210 | 2022: 90,004 | 2023: 93,377",
+        "Trail: Ridge Loop | Surface: gravel | Access: all year",
+        "Trail: Mere Path | Surface: boardwalk | Access: summer only"]
+    assert got[7:9] == ["Holm Fen | 12,400 | 81 %", "Cray Water | 8,950 | 64 %"]
+    assert got[9:] == ["Ann Voss | Holm Fen", "Bo Lind | Cray Water", "North sluice | open",
+                       "South sluice | closed", "East sluice | open", "West sluice | 12"]
+
+
+def test_first_row_is_data_when_its_labels_recur_or_its_kind_does_not_change():
+    recur = html_doc(b"<table><tr><td>Red</td><td>Blue</td></tr><tr><td>Blue</td><td>4</td></tr>"
+                     b"<tr><td>Green</td><td>5</td></tr></table>")
+    assert recur.tables[0].row_kinds == ["body", "body", "body"]
+    years = html_doc(b"<table><tr><td>1999</td><td>2003</td></tr><tr><td>2004</td><td>2010</td>"
+                     b"</tr></table>")
+    assert years.tables[0].row_kinds == ["body", "body"]
+    phrases = html_doc(b"<table><tr><td>Lynn</td><td>Ret in Assen</td></tr><tr><td>Vos</td>"
+                       b"<td>20th and 23rd in Assen</td></tr><tr><td>Ortiz</td>"
+                       b"<td>19th and 22nd in Valencia</td></tr></table>")
+    assert phrases.tables[0].row_kinds == ["body", "body", "body"]
+    upper = html_doc(b"<table><tr><td>NAME</td><td>CITY</td></tr><tr><td>Ann</td><td>Oslo</td>"
+                     b"</tr><tr><td>Bo</td><td>Rome</td></tr></table>")
+    assert rows(upper) == ["NAME: Ann | CITY: Oslo", "NAME: Bo | CITY: Rome"]
+
+
+def test_nested_table_is_its_own_grid_referred_to_by_its_cell():
+    parsed = parse(SHAPES / "nested.html")
+    log, week, calm = parsed.tables
+    assert log.header_paths == [("Station",), ("Keeper",), ("Readings",)]
+    assert (week.parent_index, calm.parent_index) == (0, 0)
+    assert log.cells[1][2].tables == (1,) and log.cells[2][2].tables == (2,)
+    assert log.cells[1][2].text == "" and log.cells[2][2].text == "calm week"
+    assert rows(parsed) == [
+        "Station: Ness Point | Keeper: I. Marr | Readings: [table 1]",
+        "Station: Skerry Light | Keeper: O. Rask | Readings: calm week [table 2]",
+        "Station: Holm | Keeper: P. Arne | Readings: none",
+        "Readings > Day: Mon | Readings > Wind (kn): 14",
+        "Readings > Day: Tue | Readings > Wind (kn): 22",
+        "Readings: Wed | Readings: 3", "Readings: Thu | Readings: 5"]
+    outer = [u for u in parsed.units if u.kind == "row" and u.table_index == 0]
+    assert not {"Mon", "14", "Wed", "3"} & {c for u in outer for c in u.cells}
+    mon = next(u for u in parsed.units if u.kind == "row" and u.cells[0] == "Mon")
+    assert mon.context == ("Field station log", "Ness Point")
+    # a table that only frames tables (no values of its own) stays layout
+    frame = html_doc(b"<table><tr><th>Logs</th></tr><tr><td><table><tr><th>Day</th><th>Wind</th>"
+                     b"</tr><tr><td>Mon</td><td>14</td></tr></table></td></tr></table>")
+    [grid] = frame.tables
+    assert rows(frame) == ["Day: Mon | Wind: 14"]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_footnote_markers_are_split_from_values_and_headers_and_linked_to_their_notes(suffix):
+    # PDF: <sup> prints as raised small text glued to the value ("1,2502")
+    parsed = parse(SHAPES / f"footnotes{suffix}")
+    berths, cranes = parsed.tables
+    assert berths.header_paths == [("Berth",), ("Depth (m)",), ("Calls",)]
+    assert cranes.header_paths == [("Crane",), ("Lift (t)",), ("Reach (m²)",)]  # no note "²"
+    north = next(u for u in parsed.units if u.kind == "row" and u.cells[0] == "North quay")
+    assert north.cells == ("North quay", "6.5", "1,250")
+    assert north.headers == ("Berth", "Depth (m)", "Calls")
+    assert rows(parsed)[:3] == [
+        "Berth: North quay | Depth (m): 6.5 [a: At mean low water.; 3: Before the 2022 "
+        "dredging.] | Calls: 1,250 [2: Counted from pilot logs.]",
+        "Berth: Fish dock | Depth (m): 4.1 [a: At mean low water.] | Calls: 980",
+        "Berth: Ferry ramp | Depth (m): 3.8 [a: At mean low water.] | Calls: 2,410 [2: Counted "
+        "from pilot logs.]"]
+    assert berths.cells[1][2].notes == ("2: Counted from pilot logs.",)
+    assert rows(parsed)[4:] == [
+        "Crane: Heron | Lift (t): 40 [b: Safe working load.; 1: Derated since 2021.] | "
+        "Reach (m²): 310",
+        "Crane: Stork | Lift (t): 25 [b: Safe working load.] | Reach (m²): 190"]
+    # the notes themselves stay evidence
+    assert "Safe working load." in [u.text.split(" ", 1)[1] for u in parsed.units
+                                    if u.kind == "paragraph"]
+
+def test_superscript_without_a_note_is_text():
+    plain = html_doc(b"<table><tr><th>Town</th><th>Area km<sup>2</sup></th></tr><tr><td>Ames</td>"
+                     b"<td>12<sup>1</sup></td></tr></table>")
+    assert rows(plain) == ["Town: Ames | Area km2: 121"]
+
+
+def test_table_continued_on_the_next_page_is_one_table_without_a_repeated_header():
+    html, pdf = parse(SHAPES / "continued.html"), parse(SHAPES / "continued.pdf")
+    assert pdf.document.n_pages == 2
+    [grid] = pdf.tables
+    assert grid.header_paths == [("No.",), ("Plot",), ("Moisture (%)",), ("Soil",)]
+    unwrapped = [line.replace(" / ", " ") for line in rows(pdf)]  # "Plot / W22" wraps
+    assert unwrapped == rows(html) and len(unwrapped) == 70
+    units = [u for u in pdf.units if u.kind == "row"]
+    pages = {u.cells[0]: u.page for u in units}
+    assert pages["1"] == 1 and pages["70"] == 2
+    assert [u.page for u in units] == sorted(u.page for u in units)  # each row's own page
+    assert all(grid.row_pages[u.row_index] == u.page for u in units)
+    assert rows(pdf)[-1] == "No.: 70 | Plot: Plot S70 | Moisture (%): 80.0 | Soil: sand"
+    late = next(u for u in units if u.page == 2)
+    support = next(s for s in pdf.supports if s.support_id == late.support_id)
+    assert support.provenance.page == 2 and support.provenance.table_index == 0
+
+
+def test_table_continued_under_a_repeated_header_counts_a_cut_row_once():
+    parsed = parse(SHAPES / "continued_repeat.pdf")
+    [grid] = parsed.tables
+    assert grid.row_kinds.count("header") == 2  # the repeat on page 2: no unit
+    got = rows(parsed)
+    assert len(got) == 15
+    assert got[9:12] == [
+        "No.: 10 | Plot: Plot K10 | Moisture (%): 20.0 | Soil: sand",
+        "No.: 11 | Plot: Plot L11 | Moisture (%): 17.1 | Soil: peat over boulder clay",
+        "No.: 12 | Plot: Plot M12 | Moisture (%): 94.2 | Soil: clay"]
+    pages = [u.page for u in parsed.units if u.kind == "row"]
+    assert pages == [1] * 11 + [2] * 4
+    # HTML holds the two parts as two tables, each row under its header
+    html = parse(SHAPES / "continued_repeat.html")
+    assert [g.header_paths for g in html.tables] == [grid.header_paths] * 2
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_unruled_header_wider_than_its_column_keeps_its_values(suffix):
+    # PDF: "Audio (thousands)" is centred over a narrower column of figures,
+    # past the right edge the text alignment gives the table
+    parsed = parse(SHAPES / f"unruled_header{suffix}")
+    loans, members = parsed.tables
+    assert loans.header_paths == [("Branch",), ("Books (thousands)",), ("Audio (thousands)",)]
+    assert members.header_paths == [("Branch",), ("Adults",), ("Children",)]
+    got = rows(parsed)
+    assert got[0] == "Branch: Eastgate | Books (thousands): 41.2 | Audio (thousands): 3.1"
+    assert got[4] == "Branch: Total | Books (thousands): 90.1 | Audio (thousands): 6.5"
+    assert got[6] == "Branch: Fernhill | Adults: 1,377"
+    assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
+        "Loans in the first quarter, thousands of items.", "Figures are provisional."]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf"])
+def test_unruled_header_line_above_the_aligned_rows_is_the_header_row(suffix):
+    # PDF: tight 8 pt rows; the bold header's words are set closer than the
+    # columns, so text alignment starts the table at "Alabama"
+    parsed = parse(SHAPES / f"header_above{suffix}")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("State",), ("Population",), ("Enrolled",)]
+    assert rows(parsed) == ["State: Alabama | Population: 4,903 | Enrolled: 1,830",
+                            "State: Alaska | Population: 731",
+                            "State: Arizona | Population: 7,278 | Enrolled: 2,950",
+                            "State: Arkansas | Population: 3,017",
+                            "State: California | Population: 39,512 | Enrolled: 14,210",
+                            "State: Total | Population: 55,441 | Enrolled: 18,990"]
+    assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
+        "School enrolment in the autumn census.", "Blank: not reported."]

@@ -36,6 +36,7 @@ from lxml import etree
 
 from pilar.config import Settings
 from pilar.errors import IngestError
+from pilar.ingest.footnotes import has_mark, note_lines
 from pilar.ingest.html_decode import decode_html, strip_prolog
 from pilar.ingest.limits import over_limit
 from pilar.ingest.tables import SourceCell, build_grid, inherit
@@ -80,6 +81,8 @@ _CELL_BREAKS = frozenset({
     "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "caption", "center"})
 _TEXT_BEFORE = ("boolean(preceding::text()[normalize-space()]"
                 "[not(ancestor::script or ancestor::style or ancestor::noscript)])")
+_BOLD_STYLE = re.compile(r"font-weight\s*:\s*(bold|bolder|[6-9]00)", re.I)
+_WRAPPERS = frozenset({"span", "font", "a", "p", "div", "i", "em", "u", "center", "small", "big"})
 _LIST_MAX_ITEMS = 8
 _LIST_MAX_CHARS = 80
 _LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
@@ -159,14 +162,46 @@ def _flag_name(el) -> bool:
 
 
 def _bold(cell) -> bool:
-    """The cell's whole text is bold: ``font-weight: bold`` or one ``b`` /
-    ``strong`` child with no text around it."""
-    style = cell.get("style")
-    if style and "bold" in style:
+    """The cell's whole text is bold: ``font-weight`` bold (or 600-900) on
+    the cell or its row, or the text inside one ``b`` / ``strong`` reached
+    through single inline wrappers (``span``, ``font``, ``a``, ``p`` ...)
+    with no text around them."""
+    if _BOLD_STYLE.search(cell.get("style") or ""):
         return True
-    if len(cell) != 1 or cell[0].tag not in ("b", "strong"):
-        return False
-    return not (cell.text or "").strip() and not (cell[0].tail or "").strip()
+    row = cell.getparent()
+    if row is not None and _BOLD_STYLE.search(row.get("style") or ""):
+        return True
+    el = cell
+    while True:
+        if (el.text or "").strip():
+            return False
+        kids = [k for k in el if isinstance(k.tag, str)]
+        if len(kids) != 1 or (kids[0].tail or "").strip():
+            return False
+        el = kids[0]
+        if el.tag in ("b", "strong") or _BOLD_STYLE.search(el.get("style") or ""):
+            return True
+        if el.tag not in _WRAPPERS:
+            return False
+
+
+def _trailing_sup(cell) -> str:
+    """The text of the ``sup`` that ends ``cell`` (nothing but blanks after
+    it), or ``""``."""
+    sup = None
+    for sup in cell.iter("sup"):
+        pass
+    if sup is None:
+        return ""
+    el = sup
+    while el is not cell:
+        if (el.tail or "").strip():
+            return ""
+        for sib in el.itersiblings():
+            if (sib.tail or "").strip() or "".join(sib.itertext()).strip():
+                return ""
+        el = el.getparent()
+    return " ".join("".join(sup.itertext()).split())
 
 
 def _short_list(el) -> bool:
@@ -176,6 +211,19 @@ def _short_list(el) -> bool:
     items = [li for li in el if li.tag == "li"]
     return 0 < len(items) <= _LIST_MAX_ITEMS and all(
         len(" ".join("".join(li.itertext()).split())) <= _LIST_MAX_CHARS for li in items)
+
+
+def _row_cells(tr, prefix: str) -> list[tuple[object, str]]:
+    """The ``td``/``th`` cells of row ``tr`` with their CSS paths under
+    ``prefix`` (the row's path)."""
+    out = []
+    seen: dict[str, int] = {}
+    for cell in tr:
+        tag = cell.tag
+        if tag in ("td", "th"):
+            n = seen[tag] = seen.get(tag, 0) + 1
+            out.append((cell, f"{prefix} > {tag}:nth-of-type({n})"))
+    return out
 
 
 def _one_line(exc: BaseException) -> str:
@@ -231,6 +279,7 @@ class _Reader:
         self.sections: list[tuple[int, str]] = []
         self.pending_dt: list | None = None  # [text, css path, used by a dd]
         self.wikitables: dict[object, int] = {}
+        self.data_tables: dict[object, bool] = {}  # table element -> is a data table
         n = 0
         for table in root.iter("table"):
             if "wikitable" in (table.get("class") or ""):
@@ -303,10 +352,9 @@ class _Reader:
                     continue
                 if tag == "table":
                     self._flush(stack)
-                    rows = self._rows(el)
-                    if self._is_data_table(el, rows):
+                    if self._is_data_table(el):
                         self._settle_dt()
-                        self._tables(el, rows)
+                        self._tables(el, self._rows(el))
                         walker.skip_subtree()
                         skip = el
                         path.pop()
@@ -374,38 +422,84 @@ class _Reader:
         return bool(cls) and any(c in cls for c in _CAPTION_CLASSES)
 
     @staticmethod
-    def _rows(table) -> list[tuple[object, str]]:
-        """The table's own rows with their CSS path relative to the table."""
-        rows = []
-        n_tr = 0
-        sections: dict[str, int] = {}
-        for child in table:
-            tag = child.tag
-            if tag == "tr":
-                n_tr += 1
-                rows.append((child, f"tr:nth-of-type({n_tr})"))
-            elif tag in ("tbody", "thead", "tfoot"):
-                j = sections[tag] = sections.get(tag, 0) + 1
-                k = 0
-                for tr in child:
-                    if tr.tag == "tr":
-                        k += 1
-                        rows.append((tr, f"{tag}:nth-of-type({j}) > tr:nth-of-type({k})"))
+    def _rows(table) -> list[list[tuple[object, str]]]:
+        """The table's own rows, each a list of its ``td``/``th`` cells with
+        their CSS path relative to the table. Cells placed directly in
+        ``table``, ``thead``, ``tbody`` or ``tfoot`` without a ``tr`` (lxml
+        keeps them there; browsers wrap them in a row) form one row per run
+        of such cells."""
+        rows: list[list[tuple[object, str]]] = []
+
+        def cells_of(parent, prefix: str) -> None:
+            seen: dict[str, int] = {}
+            loose: list[tuple[object, str]] = []
+            for child in parent:
+                tag = child.tag
+                if not isinstance(tag, str):
+                    continue
+                n = seen[tag] = seen.get(tag, 0) + 1
+                here = f"{prefix}{tag}:nth-of-type({n})"
+                if tag in ("td", "th"):
+                    loose.append((child, here))
+                    continue
+                if loose:
+                    rows.append(loose)
+                    loose = []
+                if tag == "tr":
+                    rows.append(_row_cells(child, here))
+                elif tag in ("tbody", "thead", "tfoot") and parent is table:
+                    cells_of(child, f"{here} > ")
+            if loose:
+                rows.append(loose)
+
+        cells_of(table, "")
         return rows
 
-    def _is_data_table(self, table, rows) -> bool:
-        """wikitable / infobox, or at least 2 rows and 2 columns without block
-        content in the cells (short lists, such as two time ranges of one
-        day, are values, not blocks); anything else is layout, read as flow."""
+    def _is_data_table(self, table) -> bool:
+        """wikitable / infobox, or at least 2 rows that have 2 columns, or
+        one column under a header cell (a ``th`` first row over ``td``
+        values), without block content in the cells (short lists, such as
+        two time ranges of one day, are values, not blocks; a nested data
+        table is its own grid, not a block, when a row below the first has
+        values of its own in two cells: else the table only frames it);
+        anything else is layout, read as flow. Judged once per table,
+        nested tables first (no recursion)."""
+        known = self.data_tables.get(table)
+        if known is None:
+            for sub in reversed(list(table.iter("table"))):  # innermost first
+                if sub not in self.data_tables:
+                    self.data_tables[sub] = self._judge_table(sub)
+            known = self.data_tables[table]
+        return known
+
+    def _judge_table(self, table) -> bool:
+        """:meth:`_is_data_table` for a table whose nested tables are judged."""
         cls = table.get("class") or ""
         if "wikitable" in cls or "infobox" in cls:
             return True
+        rows = self._rows(table)
         if len(rows) < 2:
             return False
-        if max(sum(1 for c in tr if c.tag in ("td", "th")) for tr, _ in rows) < 2:
+        if max(len(row) for row in rows) < 2 and not (
+                any(cell.tag == "th" for cell, _ in rows[0])
+                and any(cell.tag == "td" for row in rows[1:] for cell, _ in row)):
             return False
-        return not any(el.tag not in ("ul", "ol") or not _short_list(el)
-                       for el in table.iterdescendants(*_LAYOUT_BLOCKS))
+        walker = etree.iterwalk(table, events=("start",))
+        next(walker)
+        nested = False
+        for _, el in walker:
+            tag = el.tag
+            if tag == "table":
+                if not self.data_tables[el]:
+                    return False
+                nested = True
+                walker.skip_subtree()
+            elif tag in _LAYOUT_BLOCKS and (tag not in ("ul", "ol") or not _short_list(el)):
+                return False
+        # a frame around tables is layout: values of its own in two cells of a row below the first
+        return not nested or any(
+            sum(1 for cell, _ in row if next(cell.iter("table"), None) is None
+                and "".join(cell.itertext()).strip()) >= 2 for row in rows[1:])
 
     # -- text ---------------------------------------------------------------
 
@@ -438,8 +532,7 @@ class _Reader:
                     walker.skip_subtree()
                     skip = sub
                     continue
-                if tag == "table" and nested is not None and self._is_data_table(
-                        sub, self._rows(sub)):
+                if tag == "table" and nested is not None and self._is_data_table(sub):
                     nested.append(sub)
                     parts.append(_BR)
                     walker.skip_subtree()
@@ -520,19 +613,25 @@ class _Reader:
 
     def _tables(self, table, rows) -> None:
         """Grid and row units for ``table`` and, right after it, every data
-        table nested in its cells (depth first, iteratively)."""
+        table nested in its cells (depth first, iteratively). A nested
+        table is its own grid: the enclosing cell keeps only its own text
+        and lists the nested grid's index in ``GridCell.tables``."""
         todo: list[tuple[object, list, TableGrid | None, SourceCell | None]] = [
             (table, rows, None, None)]
+        first = len(self.tables)
         while todo:
             el, rows, parent, holder = todo.pop()
             nested: list[tuple[object, SourceCell]] = []
             grid = self._grid(el, rows, nested, self._here() if parent is None else self._css(el))
             if parent is not None and holder is not None and holder.origin is not None:
                 inherit(grid, parent, *holder.origin)
+                cell = parent.cells[holder.origin[0]][holder.origin[1]]
+                cell.tables = (*cell.tables, grid.table_index)
             self.tables.append(grid)
-            self._emit_rows(grid)
             for sub, cell in reversed(nested):
                 todo.append((sub, self._rows(sub), grid, cell))
+        for grid in self.tables[first:]:
+            self._emit_rows(grid)
 
     def _grid(self, table, rows, nested: list, path: str) -> TableGrid:
         caption = ""
@@ -540,28 +639,20 @@ class _Reader:
             if child.tag == "caption":
                 caption = self._text(child).replace("\n", " ")
                 break
+        notes = self._notes(table, rows)
         source: list[list[SourceCell]] = []
-        for i, (tr, tr_path) in enumerate(rows):
-            top = i < 3  # bold hints matter for a header row at the top only
+        for i, cells in enumerate(rows):
             row: list[SourceCell] = []
-            n_td = n_th = 0
-            for cell in tr:
+            for cell, cell_path in cells:
                 tag = cell.tag
-                if tag == "td":
-                    n_td += 1
-                    pos = n_td
-                elif tag == "th":
-                    n_th += 1
-                    pos = n_th
-                else:
-                    continue
                 found: list = []
                 text = self._text(cell, found)
-                sc = SourceCell(text=text, is_header=tag == "th",
+                sc = SourceCell(text=text, is_header=tag == "th" or cell_path.startswith("thead"),
                                 rowspan=parse_span(cell.get("rowspan")),
                                 colspan=parse_span(cell.get("colspan")),
-                                css_path=f"{path} > {tr_path} > {tag}:nth-of-type({pos})",
-                                emphasis=top and tag == "td" and bool(text) and _bold(cell))
+                                css_path=f"{path} > {cell_path}",
+                                emphasis=tag == "td" and bool(text) and _bold(cell),
+                                marker=_trailing_sup(cell) if notes else "")
                 nested.extend((sub, sc) for sub in found)
                 row.append(sc)
             source.append(row)
@@ -569,9 +660,34 @@ class _Reader:
         grid = build_grid(source, table_index=len(self.tables), doc_id=self.doc_id, page=PAGE,
                           caption=caption, section_path=self.section_path,
                           kind="infobox" if "infobox" in cls else "table", css_path=path,
-                          max_span=self.max_span, warnings=self.warnings)
+                          max_span=self.max_span, warnings=self.warnings, notes=notes)
         grid.wikitable_index = self.wikitables.get(table)
         return grid
+
+    def _notes(self, table, rows) -> dict[str, str]:
+        """Footnotes of ``table`` (:func:`~pilar.ingest.footnotes.note_lines`)
+        from its one-cell rows (a ``tfoot`` or a full-width row) and the
+        first blocks after it (after its wrapper when it ends one), up to
+        the next heading or table; ``{}`` when no cell could hold a marker
+        (no ``sup``, no superscript or note symbol)."""
+        if table.find(".//sup") is None and not has_mark("".join(table.itertext())):
+            return {}
+        notes: dict[str, str] = {}
+        for cells in rows:
+            if len(cells) == 1:
+                notes.update(note_lines(self._text(cells[0][0])))
+        anchor = table
+        while anchor.getnext() is None and anchor.getparent() is not None \
+                and anchor.getparent().tag not in ("body", "td", "th"):
+            anchor = anchor.getparent()
+        for n, el in enumerate(anchor.itersiblings()):
+            if n >= 3 or not isinstance(el.tag, str) or el.tag in _HEADINGS or el.tag == "table" \
+                    or next(el.iter("table"), None) is not None:
+                break
+            if not self._dropped(el, el.tag):
+                for key, text in note_lines(self._text(el)).items():
+                    notes.setdefault(key, text)
+        return notes
 
     def _emit_rows(self, grid: TableGrid) -> None:
         if grid.caption:

@@ -47,6 +47,7 @@ import pymupdf
 
 from pilar.config import Settings
 from pilar.errors import IngestError
+from pilar.ingest.footnotes import has_mark, note_lines
 from pilar.ingest.heap import release_freed
 from pilar.ingest.limits import out_of_memory
 from pilar.ingest.pdf_caps import RecordCaps, check_content
@@ -204,7 +205,8 @@ def _assemble(doc: Document, pages: list[PageParse], meta_title: str, settings: 
                 continue
             if isinstance(b.obj, PageTable):
                 grid = _emit_table(b, p, out, supports, texts, settings, title, prev, first)
-                prev = (b.obj, grid)
+                # a merged continuation keeps the columns of the page the table began on
+                prev = (b.obj if prev is None or grid is not prev[1] else prev[0], grid)
             elif isinstance(b.obj, Figure):
                 _emit_figure(b, p, doc, supports, texts, settings, pdf, warnings)
             else:
@@ -284,12 +286,21 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
     grid = build_grid(rows, table_index=len(out.tables), doc_id=doc_id, page=p.number,
                       caption=b.extra.get("caption", ""), section_path=b.section_path,
                       bbox=p.display_bbox(b.bbox), max_span=settings.max_span,
-                      warnings=out.warnings)
-    if first and prev is not None and prev[1].page == p.number - 1:
-        continue_table(grid, table, *prev)
-    out.tables.append(grid)
+                      warnings=out.warnings, notes=_notes(b, p))
+    added = None
+    if first and prev is not None and (prev[1].row_pages or [prev[1].page])[-1] == p.number - 1:
+        n0 = prev[1].n_rows
+        added = continue_table(grid, table, *prev)
+        if added is not None and added.start < n0:  # the last row went on: its unit again
+            _amend_row(prev[1], added.start, out, title, settings)
+            added = range(n0, added.stop)
+    if added is not None:
+        grid = prev[1]  # rows appended to the table of the previous page
+    else:
+        out.tables.append(grid)
+        added = range(grid.n_rows)
     lines = []
-    for row in grid.cells:
+    for row in grid.cells[added.start:added.stop]:
         cells, last = [], None
         for cell in row:
             if cell is not last and cell.text:
@@ -299,11 +310,50 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
             lines.append(" | ".join(cells))
     body = "\n".join(lines)
     add_support(supports, kind="table", text=body[:settings.max_unit_chars], doc_id=doc_id,
-                page=p.number, section_path=grid.section_path, bbox=grid.bbox,
+                page=p.number, section_path=grid.section_path, bbox=p.display_bbox(b.bbox),
                 table_index=grid.table_index)
-    out.units.extend(row_units(grid, supports, title, max_chars=settings.max_unit_chars))
+    out.units.extend(row_units(grid, supports, title, max_chars=settings.max_unit_chars,
+                               rows=added))
     texts.append(body)
     return grid
+
+
+def _notes(b: Block, p: PageParse) -> dict[str, str]:
+    """Footnotes of the table in block ``b``
+    (:func:`~pilar.ingest.footnotes.note_lines`): its rows holding one cell
+    of text, and the first text blocks after it on the page, up to the next
+    heading or table; ``{}`` when no cell of it could hold a marker (raised
+    text, a superscript character or a note symbol)."""
+    table: PageTable = b.obj  # type: ignore[assignment]
+    if not any(cell.marker or has_mark(cell.text) for row in table.rows for cell in row):
+        return {}
+    notes: dict[str, str] = {}
+    for row in table.rows:
+        filled = [cell.text for cell in row if cell.text]
+        if len(filled) == 1:
+            notes.update(note_lines(filled[0]))
+    after = p.blocks[p.blocks.index(b) + 1:]
+    for block in after[:3]:
+        if block.obj is not None or block.label in ("title", "section-header"):
+            break
+        for key, text in note_lines("\n".join(ln.text for ln in block.lines)).items():
+            notes.setdefault(key, text)
+    return notes
+
+
+def _amend_row(grid: TableGrid, r: int, out: ParsedDocument, title: str,
+               settings: Settings) -> None:
+    """Rewrite, in place, the unit and support of row ``r`` of ``grid``
+    (emitted on an earlier page) after the row's text went on on the next
+    page; ids and provenance page stay."""
+    unit = next((u for u in out.units if u.table_index == grid.table_index
+                 and u.row_index == r), None)
+    if unit is None:
+        return
+    [new] = row_units(grid, [], title, max_chars=settings.max_unit_chars, rows=range(r, r + 1))
+    support = next(s for s in out.supports if s.support_id == unit.support_id)
+    support.text = new.text
+    unit.text, unit.completed_text, unit.cells = new.text, new.completed_text, new.cells
 
 
 def _display_cell(cell, p: PageParse):

@@ -61,7 +61,8 @@ class Line:
     """One text line: ``bbox`` in points, ``size`` the dominant font size in
     points, ``bold`` when most characters are bold, ``block`` and ``line``
     its PyMuPDF (or OCR) block and line numbers (``get_text("words")``
-    tuples carry the same numbers when read from the same text page)."""
+    tuples carry the same numbers when read from the same text page);
+    ``raised`` the spans MuPDF flags as superscript (footnote markers)."""
 
     bbox: BBox
     text: str
@@ -69,6 +70,7 @@ class Line:
     bold: bool
     block: int
     line: int = 0
+    raised: tuple[tuple[BBox, str], ...] = ()  # superscript spans (bbox, text): note markers
 
 
 @dataclass(slots=True)
@@ -121,7 +123,9 @@ def extract_lines(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) 
             bold = sum(w for w, s in zip(weights, spans)
                        if s["flags"] & 16 or "bold" in s["font"].lower()) / total >= 0.6
             size = max(spans, key=lambda s: len(s["text"].strip()))["size"]
-            out.append(Line(tuple(line["bbox"]), clean, round(size, 1), bold, bno, lno))
+            raised = tuple((tuple(s["bbox"]), s["text"].strip()) for s in spans
+                           if s["flags"] & 1 and s["text"].strip())
+            out.append(Line(tuple(line["bbox"]), clean, round(size, 1), bold, bno, lno, raised))
     return out
 
 

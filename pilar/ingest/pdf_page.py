@@ -235,7 +235,8 @@ def _ocr(page: pymupdf.Page, images: list[dict], settings: Settings, warnings: l
 
 def _move_line(line: Line, m: pymupdf.Matrix) -> Line:
     return Line(tuple(pymupdf.Rect(line.bbox) * m), line.text, line.size, line.bold,
-                line.block, line.line)
+                line.block, line.line,
+                tuple((tuple(pymupdf.Rect(b) * m), t) for b, t in line.raised))
 
 
 def _order(bbox, lines: list[Line], regions, blocks: list[Block] | None = None) -> float:

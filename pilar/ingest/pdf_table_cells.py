@@ -66,7 +66,12 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
     ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
     if len(xs) < 3 or len(ys) < 2:
         return None
-    bbox = (xs[0], ys[0], xs[-1], ys[-1])
+    found_top = ys[0]
+    if strategy == "text":
+        above = _header_above(xs, ys, words)
+        if above:
+            boxes += above
+            ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
     placed: dict[tuple[int, int], tuple[int, int, BBox]] = {}
     owner: dict[tuple[int, int], tuple[int, int]] = {}
     for b in boxes:
@@ -77,6 +82,9 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             for r in range(r0, r1):
                 for c in range(c0, c1):
                     owner.setdefault((r, c), (r0, c0))
+    if strategy != "lines":
+        _widen(xs, ys, words)  # after placing: cells keep the finder's boundaries
+    bbox = (xs[0], ys[0], xs[-1], ys[-1])
     by_cell: dict[tuple[int, int], list[tuple]] = {}
     for w in words:
         cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
@@ -89,7 +97,8 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             by_cell.setdefault(key, []).append(w)
     table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
                    and bbox[1] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= bbox[3]]
-    if strategy != "lines" and _prose(table_lines, xs):
+    if strategy != "lines" and _prose([ln for ln in table_lines  # a centred header may cross
+                                       if (ln.bbox[1] + ln.bbox[3]) / 2 > found_top], xs):
         return None
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
     texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
@@ -116,7 +125,10 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         return None  # a one-row ruled table is kept: it may continue a table
     if _frame(texts, len(keep_r) * len(keep_c)):
         return None
-    rows = _source_rows(placed, texts, keep_r, keep_c)
+    raised = {(ln.block, ln.line): ln.raised for ln in table_lines if ln.raised}
+    rows = _source_rows(placed, texts, keep_r, keep_c,
+                        {key: _raised_end(by_cell.get(key, []), raised) for key in placed}
+                        if raised else {})
     header_rows = 0
     for row in rows:
         if row and all(c.is_header for c in row if c.text):
@@ -125,6 +137,59 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             break
     return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
                      [xs[c] for c in keep_c])
+
+
+def _header_above(xs: list[float], ys: list[float], words: list[tuple]) -> list[BBox]:
+    """Cells of a header row the text-alignment finder left above the table:
+    the line right above its first row (within 1.6 row heights), inside the
+    table's width and no taller than its words, whose words stand over two
+    or more columns with more than a space between columns (a caption or a
+    sentence runs on with single spaces), with up to two wrapped lines
+    above it over the same columns. [] when there is none."""
+    rows = sorted(ys[i + 1] - ys[i] for i in range(len(ys) - 1))
+    h = rows[len(rows) // 2]
+    lo, hi = xs[0] - 12, xs[-1] + 12
+    body = sorted(w[3] - w[1] for w in words
+                  if ys[0] <= (w[1] + w[3]) / 2 <= ys[-1] and lo <= w[0] and w[2] <= hi)
+    if not body:
+        return []
+    tall = 1.4 * body[len(body) // 2]
+    top, cols, bottom = ys[0], set(), ys[0]
+    for step in range(3):
+        band = [w for w in words if top - 1.6 * h <= (w[1] + w[3]) / 2 < top]
+        if not band or any(w[0] < lo or w[2] > hi or w[3] - w[1] > tall for w in band):
+            break
+        band.sort(key=lambda w: w[0])
+        at = [min(max(bisect.bisect_right(xs, (w[0] + w[2]) / 2) - 1, 0), len(xs) - 2)
+              for w in band]
+        if step == 0:
+            spaced = all(b[0] - a[2] >= 0.35 * (a[3] - a[1])
+                         for a, b, ca, cb in zip(band, band[1:], at, at[1:]) if ca != cb)
+            if len(set(at)) < 2 or not spaced or all(_NUMERIC.match(w[4]) for w in band):
+                return []
+        elif not set(at) <= cols or top - max(w[3] for w in band) > 0.5 * h:
+            break
+        cols |= set(at)
+        top = min(w[1] for w in band)
+    if top == bottom:
+        return []
+    return [(xs[i], top, xs[i + 1], bottom) for i in range(len(xs) - 1)]
+
+
+def _widen(xs: list[float], ys: list[float], words: list[tuple], gap: float = 12.0) -> None:
+    """Move the outer column edges of a table found by text alignment (in
+    place) over the words of its rows that hang past them (within ``gap``
+    points): a header centred over a narrower column of values, wider
+    than it, belongs to that column, not to the page around."""
+    inside = [w for w in words if ys[0] <= (w[1] + w[3]) / 2 <= ys[-1]]
+    grown = True
+    while grown:
+        grown = False
+        for w in inside:
+            if xs[-1] < w[2] and w[0] - xs[-1] < gap and w[0] > xs[-2]:
+                xs[-1], grown = w[2], True
+            if w[0] < xs[0] and xs[0] - w[2] < gap and w[2] < xs[1]:
+                xs[0], grown = w[0], True
 
 
 def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
@@ -264,10 +329,11 @@ def _join_rows(placed: dict, ys: list[float], joined: set[int],
     return [tuple(b) for b in boxes.values()] + [tuple(b) for b in rows.values()]
 
 
-def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
-                 ) -> list[list[SourceCell]]:
+def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int],
+                 markers: dict[tuple[int, int], str]) -> list[list[SourceCell]]:
     """Rows of :class:`SourceCell` (HTML table model) over the kept rows and
-    columns; slots no cell covers get empty filler cells."""
+    columns; slots no cell covers get empty filler cells. ``markers`` are
+    the raised texts ending cells (:func:`_raised_end`)."""
     rmap = {r: i for i, r in enumerate(keep_r)}
     cmap = {c: i for i, c in enumerate(keep_c)}
     grid: dict[tuple[int, int], SourceCell] = {}
@@ -280,7 +346,8 @@ def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
         text, bold = texts[(r0, c0)]
         start = (rows_in[0], cols_in[0])
         grid[start] = SourceCell(text=text, is_header=bold, rowspan=len(rows_in),
-                                 colspan=len(cols_in), bbox=b)
+                                 colspan=len(cols_in), bbox=b,
+                                 marker=markers.get((r0, c0), ""))
         covered.update((r, c) for r in rows_in for c in cols_in)
     rows: list[list[SourceCell]] = []
     for r in range(len(keep_r)):
@@ -292,6 +359,19 @@ def _source_rows(placed: dict, texts: dict, keep_r: list[int], keep_c: list[int]
                 row.append(SourceCell(text=""))
         rows.append(row)
     return rows
+
+
+def _raised_end(mine: list[tuple], raised: dict[tuple[int, int], tuple]) -> str:
+    """The superscript span that ends a cell's last word (``"1,2502"`` whose
+    ``"2"`` is raised), or ``""``. ``mine`` are the cell's words, ``raised``
+    the superscript spans (bbox, text) per (block, line)."""
+    if not mine:
+        return ""
+    last = max(mine, key=lambda w: ((w[1] + w[3]) / 2 // 3, w[0]))
+    for box, text in raised.get((last[5], last[6]), ()):
+        if abs(box[2] - last[2]) < 1 and box[0] > last[0] + 0.5 and last[4].endswith(text):
+            return text
+    return ""
 
 
 def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],

@@ -30,7 +30,8 @@ splits punctuation into separate lines. Lines inside a cell are joined with
 a space when the text wrapped, with ``"\\n"`` when the line ended early (a
 hard break). A cell is a header cell when most of its words are bold and it
 is not a number. A table at the top of a page that continues the previous
-page's last table inherits its header (:func:`continue_table`).
+page's last table is merged into it, under its header, each row citing its
+own page (:func:`continue_table`).
 Coordinates are PDF points.
 """
 
@@ -42,7 +43,8 @@ from pilar.ingest.pdf_layout import Line
 from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, lattice,
                                      ruled_candidates)
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
-from pilar.model import TableGrid
+from pilar.ingest.tables import cell_id
+from pilar.model import GridCell, TableGrid
 
 __all__ = ["Candidate", "PageTable", "continue_table", "find_tables", "horizontal_rules",
            "raster_tables", "region_candidates", "ruled_candidates"]
@@ -140,26 +142,109 @@ def raster_tables(horizontal: list[Box], vertical: list[Box], lines: list[Line],
 
 
 def continue_table(grid: TableGrid, table: PageTable, prev_table: PageTable,
-                   prev_grid: TableGrid) -> bool:
-    """Let a table that continues the previous page's last table inherit
-    its header, caption and title (in place; Tessera §3.3 "every row keeps
-    its headers"). It continues it when it has no bold header row of its
-    own and each of its columns starts where a column of the previous table
-    starts (within 4 points; a column left empty on one page may be
-    missing); a header row guessed from its first row is read as a body row
-    again. Returns whether it was continued."""
-    if table.header_rows or not any(prev_grid.header_paths):
+                   prev_grid: TableGrid) -> range | None:
+    """Merge a table that continues the previous page's last table into
+    that table's grid, in place (Tessera §3.3 "every row keeps its
+    headers"; the top complaint about PDF readers). Returns the rows of
+    ``prev_grid`` that came from ``grid`` (``None`` when it is no
+    continuation, and nothing changed).
+
+    The range starts one row early when the first row was the tail of the
+    previous page's last row (its texts joined to it).
+
+    ``grid`` continues ``prev_grid`` when each of its columns starts where a
+    column of the previous table starts (within 4 points; a column left
+    empty on one page may be missing), or when it has as many columns and
+    repeats the header. Its header rows, when it has some, must repeat the
+    previous header labels: they become repeated header rows (no units);
+    a header row guessed from a first row of values is read as a body row
+    again; a title row ("continued") stays a title. A first row whose
+    first cell is empty under a table whose rows all fill it is the tail of
+    the previous page's last row: its texts are joined to that row (rows
+    counted once). Appended rows get their own cell ids and
+    ``prev_grid.row_pages`` records each row's page; rows before the
+    continuation's first group row keep the last group label."""
+    if not any(prev_grid.header_paths) or grid.n_rows == 0:
+        return None
+    mapping = _column_mapping(table, prev_table, grid, prev_grid)
+    if mapping is None:
+        return None
+    heads = [r for r, k in enumerate(grid.row_kinds) if k in ("header", "title")]
+    labels = [" ".join(" ".join(p).split()) for p in prev_grid.header_paths]
+    repeats = bool(heads) and all(
+        " ".join(" ".join(grid.header_paths[c]).split()) == labels[j]
+        for c, j in enumerate(mapping))
+    if table.header_rows and not repeats:
+        return None  # a header of its own: another table
+    kinds = [("header" if repeats else "body") if k == "header" else k for k in grid.row_kinds]
+    n0 = prev_grid.n_rows
+    if not prev_grid.row_pages:
+        prev_grid.row_pages = [prev_grid.page] * n0
+    rows = list(range(grid.n_rows))
+    first_body = next((r for r in rows if kinds[r] == "body"), None)
+    start = n0
+    if first_body is not None and _tail_of_last_row(grid, first_body, mapping, prev_grid):
+        start = n0 - 1
+        last = prev_grid.cells[n0 - 1]
+        for c, j in enumerate(mapping):
+            cell = grid.cells[first_body][c]
+            if cell.text and cell.origin == (first_body, c):
+                last[j].text = f"{last[j].text} {cell.text}" if last[j].text else cell.text
+        rows.remove(first_body)
+    group = next((g for g in reversed(prev_grid.group_labels) if g), None)
+    moved: dict[int, GridCell] = {}
+    for r in rows:
+        line: list[GridCell] = []
+        ri = prev_grid.n_rows
+        for j in range(prev_grid.n_cols):
+            c = mapping.index(j) if j in mapping else None
+            cell = grid.cells[r][c] if c is not None else None
+            if cell is None:
+                line.append(GridCell(cell_id=cell_id(prev_grid.doc_id, prev_grid.table_index,
+                                                     ri, j), text="", origin=(ri, j)))
+                continue
+            if id(cell) not in moved:  # met first where it starts (rows top down)
+                cell.origin = (ri, j)
+                cell.cell_id = cell_id(prev_grid.doc_id, prev_grid.table_index, ri, j)
+                moved[id(cell)] = cell
+            line.append(cell)
+        prev_grid.cells.append(line)
+        prev_grid.row_kinds.append(kinds[r])
+        if kinds[r] == "group":
+            group = None
+        prev_grid.group_labels.append(grid.group_labels[r] or group)
+        prev_grid.row_pages.append(grid.page)
+    return range(start, prev_grid.n_rows)
+
+
+def _column_mapping(table: PageTable, prev_table: PageTable, grid: TableGrid,
+                    prev_grid: TableGrid) -> list[int] | None:
+    """For each column of ``grid``, the column of ``prev_grid`` it
+    continues: by left edges (within 4 points), else one to one when both
+    have as many columns and ``grid`` starts with the same header labels."""
+    if grid.n_cols == len(table.col_x0) and prev_grid.n_cols == len(prev_table.col_x0):
+        mapping = []
+        for x in table.col_x0:
+            j = min(range(len(prev_table.col_x0)), key=lambda k: abs(prev_table.col_x0[k] - x))
+            if abs(prev_table.col_x0[j] - x) > 4 or j in mapping:
+                break
+            mapping.append(j)
+        else:
+            return mapping
+    if grid.n_cols == prev_grid.n_cols and grid.header_paths == prev_grid.header_paths \
+            and any(k == "header" for k in grid.row_kinds):
+        return list(range(grid.n_cols))
+    return None
+
+
+def _tail_of_last_row(grid: TableGrid, r: int, mapping: list[int], prev: TableGrid) -> bool:
+    """Row ``r`` of ``grid`` is the rest of ``prev``'s last row, cut by the
+    page break: its first cell is empty while every body row of ``prev``
+    fills it, it holds some text, and ``prev`` ends with a body row."""
+    if prev.row_kinds[-1] != "body" or 0 not in mapping or mapping.index(0) != 0:
         return False
-    if grid.n_cols != len(table.col_x0) or prev_grid.n_cols != len(prev_table.col_x0):
+    row = grid.cells[r]
+    if row[0].text or not any(cell.text for cell in row):
         return False
-    mapping = []
-    for x in table.col_x0:
-        j = min(range(len(prev_table.col_x0)), key=lambda k: abs(prev_table.col_x0[k] - x))
-        if abs(prev_table.col_x0[j] - x) > 4:
-            return False
-        mapping.append(j)
-    grid.header_paths = [prev_grid.header_paths[j] for j in mapping]
-    grid.row_kinds = ["body" if k in ("header", "title") else k for k in grid.row_kinds]
-    grid.caption = grid.caption or prev_grid.caption
-    grid.title = grid.title or prev_grid.title
-    return True
+    body = [prev.cells[i][0] for i, k in enumerate(prev.row_kinds) if k == "body"]
+    return len(body) >= 2 and all(cell.text for cell in body)

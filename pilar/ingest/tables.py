@@ -12,10 +12,13 @@ A parser (HTML or PDF) describes a table as rows of :class:`SourceCell`
 3. classifies every row (:func:`classify_rows`): title rows (one cell spanning
    the full width at the top), header rows (``th`` rows at the top, stopping
    at a row whose cells span down into the body; else a first row of ``th``
-   and bold cells; else, when the table has no ``th`` at all, a first row of
-   short non-numeric labels above numbers), group rows inside the body (one
+   and bold cells; else, when the table has no ``th`` at all, a first row
+   of distinct labels over a column of another kind, such as quantities:
+   :func:`_looks_like_header`), group rows inside the body (one
    full-width cell, or a ``th``-only row with one label) that label the rows
-   below them, repeated header rows, key-value rows (``th`` + ``td``, as in
+   below them, repeated header rows (an exact repetition of a header row;
+   rows of header cells may repeat it loosely; the only body rows are never
+   taken for repeats), key-value rows (``th`` + ``td``, as in
    infoboxes, when the table has no header rows) and body rows;
 4. combines multi-row headers into one header path per column, dropping the
    repeats that colspans and rowspans produce
@@ -35,6 +38,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pilar.ingest.footnotes import split_marker
 from pilar.model import BBox, GridCell, RowKind, TableGrid
 
 __all__ = ["SourceCell", "build_grid", "classify_rows", "inherit", "cell_id",
@@ -49,6 +53,10 @@ MAX_GRID_SLOTS = 2_000_000
 
 _GROUP_MAX_CHARS = 120
 _NUMERIC = re.compile(r"^[\d\s.,:;%+\-\u2212\u2013\u2014()/$€£¥#*]+$")
+_STARTS_NUMERIC = re.compile(r"^[\s$€£¥#+\-\u2212(~≈<>≤≥.]*\d")
+_QUANTITY = re.compile(r"^[\s$€£¥#+\-\u2212(~≈<>≤≥.]*\d[\d\s.,:/%()\-\u2212\u2013]*(\s*\S+){0,2}$")
+_YEAR = re.compile(r"^(1[5-9]|20)\d\d$")
+_SAMPLE_ROWS = 10
 
 
 @dataclass(slots=True)
@@ -60,8 +68,12 @@ class SourceCell:
     ``max_span`` are capped). ``emphasis`` marks a cell whose whole text is
     bold (a ``td`` styled as a header): a first row of such cells is read as
     a header row. ``bbox`` is in PDF points (PDF), ``css_path`` the cell's
-    CSS path (HTML). ``origin`` is set by :func:`build_grid` to the (row, col)
-    where the cell landed, or stays ``None`` when a size cap dropped it.
+    CSS path (HTML). ``marker`` is trailing text printed raised (an HTML
+    ``sup``, a PDF superscript span); ``notes`` are set by :func:`build_grid`
+    to the footnotes of a marker it split from the text
+    (:mod:`pilar.ingest.footnotes`). ``origin`` is set by
+    :func:`build_grid` to the (row, col) where the cell landed, or stays
+    ``None`` when a size cap dropped it.
     """
 
     text: str
@@ -72,6 +84,8 @@ class SourceCell:
     css_path: str | None = None
     emphasis: bool = False
     origin: tuple[int, int] | None = None
+    marker: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def cell_id(doc_id: str, table_index: int, row: int, col: int) -> str:
@@ -84,7 +98,8 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
                kind: str = "table", css_path: str | None = None, bbox: BBox | None = None,
                parent_index: int | None = None, max_span: int = 1000,
                max_rows: int = MAX_GRID_ROWS, max_cols: int = MAX_GRID_COLS,
-               warnings: list[str] | None = None) -> TableGrid:
+               warnings: list[str] | None = None,
+               notes: dict[str, str] | None = None) -> TableGrid:
     """Resolve ``rows`` of source cells into a :class:`~pilar.model.TableGrid`
     (Tessera §3.3 "faithful grid").
 
@@ -92,8 +107,11 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
     rows as key-value pairs and only take ``th`` rows as group labels).
     Spans are capped at ``max_span``, rows spans also at the rows left in the
     table; the grid at ``max_rows`` x ``max_cols`` and :data:`MAX_GRID_SLOTS`.
-    Each cap that bites appends one line to ``warnings``. Never raises on
-    odd input: an empty table gives an empty grid (``n_rows == 0``).
+    Each cap that bites appends one line to ``warnings``. ``notes`` are the
+    table's footnotes (``{marker: text}``, :func:`pilar.ingest.footnotes.note_lines`):
+    a marker glued to a cell's text that has a note is split off into the
+    cell's ``notes``. Never raises on odd input: an empty table gives an
+    empty grid (``n_rows == 0``).
     """
     label = f"table {table_index}"
 
@@ -102,6 +120,9 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
             warnings.append(f"{label}: {msg}")
 
     flat = [cell for row in rows for cell in row]
+    if notes:
+        for cell in flat:
+            cell.text, cell.notes = split_marker(cell.text, notes, cell.marker)
     slots, placed = _place(rows, max_span, max_rows, max_cols, warn)
     # Drop columns / rows in which no cell starts: they only repeat a span.
     width = max((len(line) for line in slots), default=0)
@@ -117,7 +138,7 @@ def build_grid(rows: Sequence[Sequence[SourceCell]], *, table_index: int, doc_id
         src.origin = origin
         grid_cells[k] = GridCell(cell_id=cell_id(doc_id, table_index, *origin), text=src.text,
                                  is_header=src.is_header, origin=origin, bbox=src.bbox,
-                                 css_path=src.css_path)
+                                 css_path=src.css_path, notes=src.notes)
         if src.emphasis:
             emphasized.add(grid_cells[k].cell_id)
     cells: list[list[GridCell]] = []
@@ -250,6 +271,10 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
         below = cells[r + 1]
         return any(cell.origin[0] == r and below[c] is cell for c, cell in enumerate(cells[r]))
 
+    def key_value(r: int) -> bool:  # a th key, then td values
+        row = distinct[r]
+        return len(row) >= 2 and row[0].is_header and not any(c.is_header for c in row[1:])
+
     # Title rows: one cell across the full width at the top (the first may be
     # a td, later ones only th), while a body row is still to follow.
     titles: list[str] = []
@@ -271,7 +296,8 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
             r = h0 + 1
         if r == h0 and r < n - 1 and (_mostly_header(distinct[h0], emphasized)
                                       or _looks_like_header(cells, distinct, h0)) \
-                and not (spans_into_body(h0) and _holds_values(distinct[h0][1:])):
+                and not (spans_into_body(h0) and _holds_values(distinct[h0][1:])) \
+                and not (key_value(h0) and key_value(h0 + 1)):
             r = h0 + 1
     header_rows = range(h0, r)
     for i in header_rows:
@@ -281,17 +307,27 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
     labels = {id(cells[i][c]) for i in header_rows for c in range(width)
               if r + 1 < n and cells[r + 1][c] is cells[i][c]}
     header_paths = [_header_path(cells, header_rows, c, labels) for c in range(width)]
-    header_texts = {tuple(_key(cell.text) for cell in distinct[i]) for i in header_rows}
+    header_texts = {_row_text(distinct[i]) for i in header_rows}
+    loose_texts = {tuple(_key(cell.text) for cell in distinct[i]) for i in header_rows}
     last_labels = [_key(path[-1]) if path else "" for path in header_paths]
 
     def repeats_header(i: int) -> bool:
-        # the row repeats a header row, or most of its cells (two or more)
-        # repeat their own column's header label
-        if tuple(_key(cell.text) for cell in distinct[i]) in header_texts:
+        # An exact repetition of a whole header row (same text, same case).
+        # A row marked up as header cells (th, bold td, bold PDF cells) may
+        # repeat one loosely, case kept: "Pos" for "Pos.", or most of its
+        # cells (two or more) repeating their own column's label. A row of
+        # plain values never does ("a | b" under "A | B" is data).
+        if _row_text(distinct[i]) in header_texts:
+            return True
+        if not all(cell.is_header or cell.cell_id in emphasized
+                   for cell in distinct[i] if cell.text):
+            return False
+        if tuple(_key(cell.text) for cell in distinct[i]) in loose_texts:
             return True
         filled = [(c, cell) for c, cell in enumerate(cells[i]) if cell.text]
         same = sum(1 for c, cell in filled if last_labels[c] and _key(cell.text) == last_labels[c])
         return same >= 2 and 2 * same > len(filled)
+
     # Body: group rows label the rows below them; th+td rows are key-value.
     kv_ok = infobox or not header_rows
     group: str | None = None
@@ -316,6 +352,9 @@ def classify_rows(cells: list[list[GridCell]], *, kind: str = "table",
                 not any(cell.is_header for cell in row[1:]) or _spans_down(cells, i, 0)):
             kinds[i] = "keyvalue"
         groups[i] = group
+    if header_rows and all(kinds[i] == "header" for i in range(r, n)):
+        for i in range(r, n):  # the only body rows are never dropped as repeats
+            kinds[i] = "body"
     return kinds, " — ".join(titles), header_paths, groups
 
 
@@ -353,8 +392,14 @@ def _distinct(row: list[GridCell]) -> list[GridCell]:
 
 
 def _key(text: str) -> str:
-    """Text compared loosely: lower case, letters and digits only."""
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    """Text compared loosely: letters (case kept) and digits only."""
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def _row_text(row: list[GridCell]) -> tuple[str, ...]:
+    """A row's cell texts as compared for a repeated header: exact, case
+    kept, only whitespace (line breaks, wrapping) collapsed."""
+    return tuple(" ".join(cell.text.split()) for cell in row)
 
 
 def _spans_down(cells: list[list[GridCell]], r: int, c: int) -> bool:
@@ -395,21 +440,61 @@ def _mostly_header(row: list[GridCell], emphasized: set[str] | frozenset[str]) -
 
 def _looks_like_header(cells: list[list[GridCell]], distinct: list[list[GridCell]],
                        r: int) -> bool:
-    """A first row without th that reads like column labels: the table has
-    no th at all, every cell of the row is short, non-empty text and not a
-    number, and some column holds a number further down."""
+    """A first row without th that reads like column labels, inferred from
+    the content as readers do when told ``header=0``: the table has no th
+    at all; the row's cells are distinct labels (short text not starting
+    with a digit, or a run of increasing years; only the first cell may be
+    empty, a corner over row labels), none of them found again below as a
+    value; and some column changes kind under its label (see
+    :func:`_column_changes`) in the next :data:`_SAMPLE_ROWS` rows."""
     n = len(cells)
     if n - r < 2 or len(distinct[r]) < 2:
         return False
     if any(cell.is_header for row in cells for cell in row):
         return False
-    for cell in distinct[r]:
-        if not cell.text or len(cell.text) > 60 or _NUMERIC.match(cell.text):
-            return False
-    width = len(cells[r])
-    for row in cells[r + 1:r + 6]:
-        for c in range(width):
-            text = row[c].text
-            if text and _NUMERIC.match(text):
-                return True
+    row = [cell for c, cell in enumerate(cells[r]) if cell.origin[1] == c]
+    texts = [" ".join(cell.text.split()) for cell in row]
+    if not texts[-1] or any(not t for t in texts[1:]) or len(set(texts)) < len(texts):
+        return False
+    years = [int(t) for t in texts if _YEAR.match(t)]
+    if years and (years != sorted(years) or len(years) < len(texts) - 1 or len(years) < 2):
+        return False  # years label columns only as a run after the first cell
+    if any(not _YEAR.match(t) and not _label(t) for t in texts if t):
+        return False
+    sample = cells[r + 1:r + 1 + _SAMPLE_ROWS]
+    values = {_first_line(cell.text) for line in sample for cell in line if cell.text}
+    if any(cell.text and _first_line(cell.text) in values for cell in row):
+        return False  # a label (or its first line) is also a value of the table
+    for cell in row:
+        c = cell.origin[1]
+        below = [line[c].text for line in sample if line[c].text and line[c].origin[1] == c]
+        if _column_changes(cell.text, below):
+            return True
     return False
+
+
+def _column_changes(label: str, below: list[str]) -> bool:
+    """The values ``below`` a label are of another kind than it (at least
+    half of them): quantities (a number with at most two words after it:
+    ``"31"``, ``"2.5 kg"``, ``"$4"``, ``"14-Oct-87"``) under a text label,
+    or under a year when they are not years; or mixed case under an all
+    upper-case label."""
+    if not label or not below:
+        return False
+    half = (len(below) + 1) // 2
+    numbers = sum(1 for v in below if _QUANTITY.match(v))
+    if _YEAR.match(label):
+        return numbers >= half and not all(_YEAR.match(v) for v in below)
+    if numbers >= half:
+        return True
+    return label.isupper() and sum(1 for v in below if not v.isupper()) >= half
+
+
+def _first_line(text: str) -> str:
+    return " ".join(text.split("\n", 1)[0].split())
+
+
+def _label(text: str) -> bool:
+    """Short text that is not a value: at most 60 characters, not starting
+    with a digit (``"Q1"``, ``"Depth (m)"`` are labels; ``"12 kg"`` is not)."""
+    return len(text) <= 60 and not _STARTS_NUMERIC.match(text)

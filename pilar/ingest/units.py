@@ -18,7 +18,9 @@ Two kinds of unit, each backed by one :class:`~pilar.model.Support` with its
 context = page title > section path > table caption / title > group label
 (consecutive repeats dropped); a row's cells are paired with their header
 paths (``"Header > Sub: value"``), a key-value row reads ``"Key: value"``,
-line breaks inside a cell read ``" / "``.
+line breaks inside a cell read ``" / "``; the footnotes of a value's or
+its header's marker follow the pair in brackets (``"Depth (m): 6.5 [a: At
+low tide]"``; the value itself without its marker).
 
 Ids: the n-th support appended to a page's ``supports_out`` list gets
 ``support_id = f"{doc_id}:{page}:s{n}"``, its provenance
@@ -119,7 +121,7 @@ def block_units(kind: UnitKind, text: str, supports_out: list[Support], *, doc_i
 
 
 def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
-              max_chars: int = DEFAULT_MAX_CHARS) -> list[Unit]:
+              max_chars: int = DEFAULT_MAX_CHARS, rows: range | None = None) -> list[Unit]:
     """Row units (Tessera §3.3): one per ``"body"`` or ``"keyvalue"`` row of
     ``grid`` that has any text, each with a ``"row"`` support appended to
     ``supports_out``.
@@ -132,21 +134,33 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
     provenance carries ``table_index``, ``row`` (``col`` is ``None``), the
     cells' ids, the row's CSS path (HTML) and the union of the cells' bboxes
     (PDF). ``text`` and ``completed_text`` are cut at ``max_chars``.
+    ``rows`` limits the units to those rows (a table continued on the next
+    page adds its rows there); each unit cites its row's page
+    (``grid.row_pages``, else ``grid.page``).
     """
     units: list[Unit] = []
     base = (page_title, *grid.section_path, grid.caption, grid.title)
-    for r, row_kind in enumerate(grid.row_kinds):
+    heads = [r for r, kind in enumerate(grid.row_kinds) if kind == "header"]
+
+    def header_notes(c0: int, c1: int) -> list[str]:  # footnotes of the column's header cells
+        return [n for r in heads for cell, _, _ in row_spans(grid.cells[r][c0:c1 + 1])
+                for n in cell.notes]
+    for r in rows if rows is not None else range(grid.n_rows):
+        row_kind = grid.row_kinds[r]
         if row_kind != "body" and row_kind != "keyvalue":
             continue
-        spans = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r]) if cell.text]
-        if not spans:
-            continue
+        page = grid.row_pages[r] if grid.row_pages else grid.page
+        spans = [(cell, c0, c1) for cell, c0, c1 in row_spans(grid.cells[r])
+                 if cell.text or cell.tables]
+        if not any(cell.text for cell, _, _ in spans):
+            continue  # nothing but nested grids: their rows are their own units
         if row_kind == "keyvalue":
-            key = render_cell(spans[0][0].text)
+            key = render_cell(_value(spans[0][0]))
             key = key.rstrip(" :") or key  # "Born:" reads "Born: value"
             values = spans[1:]
-            value = " / ".join(render_cell(cell.text) for cell, _, _ in values)
-            pairs = [f"{key}: {value}" if value else key]
+            value = " / ".join(render_cell(_value(cell)) for cell, _, _ in values)
+            pair = f"{key}: {value}" if value else key
+            pairs = [_noted(pair, [n for cell, _, _ in spans for n in cell.notes])]
             headers = tuple([" > ".join(grid.header_paths[spans[0][1]])] + [key] * len(values))
             text = pairs[0]
         else:
@@ -157,10 +171,11 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
                 if grid.row_kinds[cell.origin[0]] == "header":
                     path = ""  # a header cell reaching into the row labels it: no "X: X"
                 header_list.append(path)
-                value = render_cell(cell.text)
-                pairs.append(f"{path}: {value}" if path else value)
+                value = render_cell(_value(cell))
+                notes = [*(header_notes(c0, c1) if path else ()), *cell.notes]
+                pairs.append(_noted(f"{path}: {value}" if path else value, notes))
             headers = tuple(header_list)
-            text = " | ".join(render_cell(cell.text) for cell, _, _ in spans)
+            text = " | ".join(render_cell(_value(cell)) for cell, _, _ in spans)
         context = _dedupe((*base, grid.group_labels[r]))
         completed = " | ".join((" > ".join(context), *pairs))
         if len(completed) > max_chars:
@@ -169,16 +184,32 @@ def row_units(grid: TableGrid, supports_out: list[Support], page_title: str, *,
             text = text[:max_chars - 1] + _ELLIPSIS
         cells = [cell for cell, _, _ in spans]
         support = add_support(
-            supports_out, kind="row", text=text, doc_id=grid.doc_id, page=grid.page,
+            supports_out, kind="row", text=text, doc_id=grid.doc_id, page=page,
             section_path=grid.section_path, css_path=_row_css_path(cells, r, grid.css_path),
             bbox=_union(cell.bbox for cell in cells), table_index=grid.table_index, row=r,
             cell_ids=tuple(cell.cell_id for cell in cells))
-        units.append(Unit(unit_id=_unit_id(support), doc_id=grid.doc_id, page=grid.page,
+        units.append(Unit(unit_id=_unit_id(support), doc_id=grid.doc_id, page=page,
                           kind="row", text=text, completed_text=completed,
                           support_id=support.support_id, context=context,
                           table_index=grid.table_index, row_index=r, headers=headers,
-                          cells=tuple(cell.text for cell in cells)))
+                          cells=tuple(_value(cell) for cell in cells)))
     return units
+
+
+def _noted(pair: str, notes: list[str]) -> str:
+    """``pair`` followed by its footnotes in brackets (``"Depth (m): 6.5
+    [a: At low tide]"``), each once."""
+    notes = list(dict.fromkeys(notes))
+    return f"{pair} [{'; '.join(notes)}]" if notes else pair
+
+
+def _value(cell: GridCell) -> str:
+    """A cell's text, followed by ``"[table N]"`` for each grid nested in it
+    (its values are that grid's rows, never this row's)."""
+    refs = " ".join(f"[table {i}]" for i in cell.tables)
+    if not refs:
+        return cell.text
+    return f"{cell.text} {refs}" if cell.text else refs
 
 
 def _unit_id(support: Support) -> str:
