@@ -13,7 +13,7 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.bridges import mention_context, names_matcher, siblings, title_key
+from pilar.retrieval.naming import mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
 """A 3-hop chain of multihop2: the incident names call VC-24-1183, the week-24
@@ -147,19 +147,19 @@ def test_a_code_the_question_writes_is_a_query_entity(chain_store: Pilar):
 
 
 def test_a_question_names_a_version_by_its_year_or_model_number():
-    from pilar.retrieval.bridges import _names_version, _versions
+    from pilar.retrieval.naming import names_version, versions
 
-    tariff = _versions("What port dues apply under the 2024 tariff?")
-    assert _names_version(tariff, "Port of Ostrevik – Port tariff 2024",
+    tariff = versions("What port dues apply under the 2024 tariff?")
+    assert names_version(tariff, "Port of Ostrevik – Port tariff 2024",
                           "Port of Ostrevik – Port tariff 2023")
-    assert not _names_version(tariff, "Port of Ostrevik – Port tariff 2023",
+    assert not names_version(tariff, "Port of Ostrevik – Port tariff 2023",
                               "Port of Ostrevik – Port tariff 2024")
-    pump = _versions("How many employees did the maker of the VX-220 pump have in 2023?")
-    assert _names_version(pump, "Orrin Verta 220 – Datasheet", "Orrin Verta 160 – Datasheet")
-    lengths = _versions("How long does the spreader take to telescope from 20 ft to 45 ft?")
-    assert not _names_version(lengths, "Kovalen Tandemlock TL-45 spreader",
+    pump = versions("How many employees did the maker of the VX-220 pump have in 2023?")
+    assert names_version(pump, "Orrin Verta 220 – Datasheet", "Orrin Verta 160 – Datasheet")
+    lengths = versions("How long does the spreader take to telescope from 20 ft to 45 ft?")
+    assert not names_version(lengths, "Kovalen Tandemlock TL-45 spreader",
                               "Kovalen Tandemlock TL-40 spreader")
-    assert not _names_version(lengths, "Kovalen Tandemlock TL-40 spreader",
+    assert not names_version(lengths, "Kovalen Tandemlock TL-40 spreader",
                               "Kovalen Tandemlock TL-45 spreader")
 
 

@@ -12,7 +12,8 @@ from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest import new_document
 from pilar.ingest.footnotes import printed
-from pilar.ingest.html import parse_html, parse_span
+from pilar.ingest.html import parse_html
+from pilar.ingest.html_cells import parse_span
 from pilar.ingest.html_decode import decode_html
 
 SETTINGS = Settings()

@@ -37,18 +37,19 @@ from lxml import etree
 from pilar.config import Settings
 from pilar.errors import IngestError
 from pilar.ingest.footnotes import has_mark, note_lines
+from pilar.ingest.html_cells import (bold, holds_wikitable, parse_span, short_list, table_rows,
+                                     trailing_sup)
 from pilar.ingest.html_decode import decode_html, strip_prolog
 from pilar.ingest.limits import over_limit
 from pilar.ingest.tables import SourceCell, build_grid, inherit
 from pilar.ingest.units import add_support, block_units, render_cell, row_units
 from pilar.model import Document, Page, ParsedDocument, Support, TableGrid, Unit, UnitKind
 
-__all__ = ["parse_html", "parse_span"]
+__all__ = ["parse_html"]
 
 PAGE = 1
 """HTML documents have exactly one page."""
 
-_DIGITS = re.compile(r"\s*(\d{1,9})")
 _XPATH_INDEX = re.compile(r"\[(\d+)\]")
 _BR = "\x1f"  # line-break marker inside gathered text (never valid in HTML text)
 _SPACE = re.compile(r"\s")
@@ -81,10 +82,6 @@ _CELL_BREAKS = frozenset({
     "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "caption", "center"})
 _TEXT_BEFORE = ("boolean(preceding::text()[normalize-space()]"
                 "[not(ancestor::script or ancestor::style or ancestor::noscript)])")
-_BOLD_STYLE = re.compile(r"font-weight\s*:\s*(bold|bolder|[6-9]00)", re.I)
-_WRAPPERS = frozenset({"span", "font", "a", "p", "div", "i", "em", "u", "center", "small", "big"})
-_LIST_MAX_ITEMS = 8
-_LIST_MAX_CHARS = 80
 _LAYOUT_BLOCKS = ("p", "ul", "ol", "dl", "table", "blockquote", "h2", "h3", "h4", "h5", "h6")
 
 
@@ -142,15 +139,6 @@ def parse_html(data: bytes, doc: Document, settings: Settings) -> ParsedDocument
                           tables=reader.tables, units=reader.units, warnings=warnings)
 
 
-def parse_span(value: str | None) -> int:
-    """A lenient ``rowspan``/``colspan``: leading digits (``"2;"`` -> 2),
-    else 1 (``"abc"``, missing). Capping is :func:`build_grid`'s job."""
-    if not value:
-        return 1
-    m = _DIGITS.match(value)
-    return int(m.group(1)) if m else 1
-
-
 def _flag_name(el) -> bool:
     """A hidden country name linked right after a flag icon (Wikipedia's
     flag templates): the only text of what the flag shows, so kept."""
@@ -159,71 +147,6 @@ def _flag_name(el) -> bool:
         return False
     icon = link.getprevious()
     return icon is not None and "flagicon" in (icon.get("class") or "")
-
-
-def _bold(cell) -> bool:
-    """The cell's whole text is bold: ``font-weight`` bold (or 600-900) on
-    the cell or its row, or the text inside one ``b`` / ``strong`` reached
-    through single inline wrappers (``span``, ``font``, ``a``, ``p`` ...)
-    with no text around them."""
-    if _BOLD_STYLE.search(cell.get("style") or ""):
-        return True
-    row = cell.getparent()
-    if row is not None and _BOLD_STYLE.search(row.get("style") or ""):
-        return True
-    el = cell
-    while True:
-        if (el.text or "").strip():
-            return False
-        kids = [k for k in el if isinstance(k.tag, str)]
-        if len(kids) != 1 or (kids[0].tail or "").strip():
-            return False
-        el = kids[0]
-        if el.tag in ("b", "strong") or _BOLD_STYLE.search(el.get("style") or ""):
-            return True
-        if el.tag not in _WRAPPERS:
-            return False
-
-
-def _trailing_sup(cell) -> str:
-    """The text of the ``sup`` that ends ``cell`` (nothing but blanks after
-    it), or ``""``."""
-    sup = None
-    for sup in cell.iter("sup"):
-        pass
-    if sup is None:
-        return ""
-    el = sup
-    while el is not cell:
-        if (el.tail or "").strip():
-            return ""
-        for sib in el.itersiblings():
-            if (sib.tail or "").strip() or "".join(sib.itertext()).strip():
-                return ""
-        el = el.getparent()
-    return " ".join("".join(sup.itertext()).split())
-
-
-def _short_list(el) -> bool:
-    """A ``ul``/``ol`` that reads as one cell value: 1 to
-    :data:`_LIST_MAX_ITEMS` items of at most :data:`_LIST_MAX_CHARS`
-    characters each."""
-    items = [li for li in el if li.tag == "li"]
-    return 0 < len(items) <= _LIST_MAX_ITEMS and all(
-        len(" ".join("".join(li.itertext()).split())) <= _LIST_MAX_CHARS for li in items)
-
-
-def _row_cells(tr, prefix: str) -> list[tuple[object, str]]:
-    """The ``td``/``th`` cells of row ``tr`` with their CSS paths under
-    ``prefix`` (the row's path)."""
-    out = []
-    seen: dict[str, int] = {}
-    for cell in tr:
-        tag = cell.tag
-        if tag in ("td", "th"):
-            n = seen[tag] = seen.get(tag, 0) + 1
-            out.append((cell, f"{prefix} > {tag}:nth-of-type({n})"))
-    return out
 
 
 def _one_line(exc: BaseException) -> str:
@@ -354,7 +277,7 @@ class _Reader:
                     self._flush(stack)
                     if self._is_data_table(el):
                         self._settle_dt()
-                        self._tables(el, self._rows(el))
+                        self._tables(el, table_rows(el))
                         walker.skip_subtree()
                         skip = el
                         path.pop()
@@ -402,7 +325,7 @@ class _Reader:
         tokens = cls.split() if cls else ()
         for token in tokens:
             if token in _DROP_CLASSES:
-                if token in _LINK_BOXES and self._holds_wikitable(el):
+                if token in _LINK_BOXES and holds_wikitable(el):
                     continue
                 return True
         style = el.get("style")
@@ -413,47 +336,9 @@ class _Reader:
         return False
 
     @staticmethod
-    def _holds_wikitable(el) -> bool:
-        return any("wikitable" in (t.get("class") or "") for t in el.iter("table"))
-
-    @staticmethod
     def _is_caption(el) -> bool:
         cls = el.get("class")
         return bool(cls) and any(c in cls for c in _CAPTION_CLASSES)
-
-    @staticmethod
-    def _rows(table) -> list[list[tuple[object, str]]]:
-        """The table's own rows, each a list of its ``td``/``th`` cells with
-        their CSS path relative to the table. Cells placed directly in
-        ``table``, ``thead``, ``tbody`` or ``tfoot`` without a ``tr`` (lxml
-        keeps them there; browsers wrap them in a row) form one row per run
-        of such cells."""
-        rows: list[list[tuple[object, str]]] = []
-
-        def cells_of(parent, prefix: str) -> None:
-            seen: dict[str, int] = {}
-            loose: list[tuple[object, str]] = []
-            for child in parent:
-                tag = child.tag
-                if not isinstance(tag, str):
-                    continue
-                n = seen[tag] = seen.get(tag, 0) + 1
-                here = f"{prefix}{tag}:nth-of-type({n})"
-                if tag in ("td", "th"):
-                    loose.append((child, here))
-                    continue
-                if loose:
-                    rows.append(loose)
-                    loose = []
-                if tag == "tr":
-                    rows.append(_row_cells(child, here))
-                elif tag in ("tbody", "thead", "tfoot") and parent is table:
-                    cells_of(child, f"{here} > ")
-            if loose:
-                rows.append(loose)
-
-        cells_of(table, "")
-        return rows
 
     def _is_data_table(self, table) -> bool:
         """wikitable / infobox, or at least 2 rows that have 2 columns, or
@@ -477,7 +362,7 @@ class _Reader:
         cls = table.get("class") or ""
         if "wikitable" in cls or "infobox" in cls:
             return True
-        rows = self._rows(table)
+        rows = table_rows(table)
         if len(rows) < 2:
             return False
         if max(len(row) for row in rows) < 2 and not (
@@ -494,7 +379,7 @@ class _Reader:
                     return False
                 nested = True
                 walker.skip_subtree()
-            elif tag in _LAYOUT_BLOCKS and (tag not in ("ul", "ol") or not _short_list(el)):
+            elif tag in _LAYOUT_BLOCKS and (tag not in ("ul", "ol") or not short_list(el)):
                 return False
         # a frame around tables is layout: values of its own in two cells of a row below the first
         return not nested or any(
@@ -629,7 +514,7 @@ class _Reader:
                 cell.tables = (*cell.tables, grid.table_index)
             self.tables.append(grid)
             for sub, cell in reversed(nested):
-                todo.append((sub, self._rows(sub), grid, cell))
+                todo.append((sub, table_rows(sub), grid, cell))
         for grid in self.tables[first:]:
             self._emit_rows(grid)
 
@@ -651,8 +536,8 @@ class _Reader:
                                 rowspan=parse_span(cell.get("rowspan")),
                                 colspan=parse_span(cell.get("colspan")),
                                 css_path=f"{path} > {cell_path}",
-                                emphasis=tag == "td" and bool(text) and _bold(cell),
-                                marker=_trailing_sup(cell) if notes else "")
+                                emphasis=tag == "td" and bool(text) and bold(cell),
+                                marker=trailing_sup(cell) if notes else "")
                 nested.extend((sub, sc) for sub in found)
                 row.append(sc)
             source.append(row)

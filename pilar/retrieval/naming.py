@@ -1,0 +1,153 @@
+"""How questions, units and page titles name things, for bridge expansion
+(:mod:`pilar.retrieval.bridges`, PILAR §3.4 multi-hop profile): a name found
+as written or with other separators, the words that say what a mention is,
+the kind of a page (incident reports, versions of a tariff) and the version
+or model a question names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from rapidfuzz import fuzz
+
+from pilar.ingest.codes import codes
+from pilar.ingest.names import normalise
+from pilar.model import Unit
+from pilar.retrieval.terms import tokens
+
+__all__ = ["mention_context", "names_matcher", "names_version", "naming_words", "siblings",
+           "template", "title_key", "versions"]
+
+
+def _name_regex(name: str) -> str | None:
+    """The regex finding ``name`` as written or with other separators between
+    its letter and digit groups (``VSC-65``, ``VSC 65``, ``vsc65``;
+    ``Corvassa  Ardent``), not inside a longer word; None for a name
+    without letters or digits."""
+    parts = re.findall(r"[^\W\d_]+|\d+", name)
+    if not parts:
+        return None
+    return r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, parts)) + r"(?![^\W_])"
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern | None:
+    """:func:`_name_regex` compiled, case-insensitive."""
+    regex = _name_regex(name)
+    return re.compile(regex, re.IGNORECASE) if regex is not None else None
+
+
+@lru_cache(maxsize=4096)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern | None:
+    """One case-insensitive regex finding any of ``names`` (sorted, unique)."""
+    regexes = [r for r in map(_name_regex, names) if r is not None]
+    return re.compile("|".join(regexes), re.IGNORECASE) if regexes else None
+
+
+def names_matcher(names: Iterable[str]):
+    """``text -> bool``: does ``text`` name one of ``names`` (see
+    :func:`_name_regex`: a code by its key, :func:`~pilar.ingest.codes.code_key`,
+    a name by its words)?"""
+    pattern = _names_pattern(tuple(sorted(set(names))))
+    return (lambda text: False) if pattern is None else (lambda text: bool(pattern.search(text)))
+
+
+def template(section_paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
+    """The section headings of a page (the last name of each section path)
+    with codes and digits taken out: what documents of one kind share (every
+    incident report has "Findings", "Root cause", "Timeline")."""
+    out = set()
+    for path in section_paths:
+        if path:
+            name = path[-1]
+            for surface, _ in codes(name):
+                name = name.replace(surface, " ")
+            key = normalise("".join(c for c in name if not c.isdigit()))
+            if key:
+                out.add(key)
+    return frozenset(out)
+
+
+def mention_context(unit: Unit, name: str) -> str:
+    """The words that say what ``name`` is where ``unit`` mentions it: in a
+    table row each cell holding it with its header (and the row's label,
+    the first cell, in a two-column table of labels and values), in running
+    text the five words before it and two after."""
+    match = names_matcher([name])
+    if unit.cells:
+        out = []
+        for i, cell in enumerate(unit.cells):
+            if match(cell):
+                out += [unit.headers[i] if i < len(unit.headers) else "", cell]
+                if len(unit.cells) == 2 and i == 1:
+                    out.append(unit.cells[0])
+        return " ".join(out)
+    pattern = _name_pattern(name)
+    found = pattern.search(unit.text) if pattern is not None else None
+    if found is None:
+        return ""
+    before = unit.text[:found.start()].split()[-5:]
+    after = unit.text[found.end():].split()[:2]
+    return " ".join(before + after)
+
+
+def title_key(title: str) -> str:
+    """A document title with its codes and digits taken out, normalised:
+    what versions and sibling models share ("ONT terminal handling charges",
+    "Crane – Maintenance log", "Vostrand Megalift ship-to-shore crane –
+    Datasheet")."""
+    for surface, _ in codes(title):
+        title = title.replace(surface, " ")
+    return normalise("".join(c for c in title if not c.isdigit()))
+
+
+def siblings(a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> bool:
+    """Are two pages, as ``(title_key, template)``, of one kind: titles alike
+    once codes and digits are out (rapidfuzz ratio >= 85), or at least three
+    section headings shared and half of all (Jaccard >= 0.5)? Two incident
+    reports, two versions of a tariff, the particulars of sister ships: a
+    chain never holds two siblings (the second would be the distractor
+    beside the page it holds)."""
+    if a[0] and b[0] and fuzz.ratio(a[0], b[0]) >= 85:
+        return True
+    shared = len(a[1] & b[1])
+    return shared >= 3 and shared >= 0.5 * len(a[1] | b[1])
+
+
+_WORD = re.compile(r"[^\W_]+(?:[-./][^\W_]+)*")
+_DIGITS = re.compile(r"\d{3,}")
+
+
+def naming_words(question: str, names: list[str]) -> set[str]:
+    """The words (stemmed) of the question's ``names`` and the word just
+    before each where the question writes it ("incident" of "incident
+    IR-ONT-24-131", "call" of "call VC-24-1190"): they say which thing the
+    question starts from, not what it asks of the next one."""
+    out = {t for n in names for t in tokens(n)}
+    for name in names:
+        pattern = _name_pattern(name)
+        for found in (pattern.finditer(question) if pattern is not None else ()):
+            before = question[:found.start()].split()[-1:]
+            out.update(tokens(" ".join(before)))
+    return out
+
+
+def versions(text: str) -> frozenset[str]:
+    """What names a version or model in ``text``: its words holding a digit
+    (``2024``, ``TX-5``, ``CN-12/2024``), lower case, and their runs of
+    three or more digits (``VX-220`` is also ``220``)."""
+    words = {w.lower() for w in _WORD.findall(text) if any(c.isdigit() for c in w)}
+    return frozenset(words | {d for w in words for d in _DIGITS.findall(w)})
+
+
+def names_version(named: frozenset[str], title: str, other: str) -> bool:
+    """Does the question (its :func:`versions`, ``named``) name ``title``'s
+    version or model and not ``other``'s: a version of one title that the
+    other lacks is in the question, and none of the other's is? ("under the
+    2024 tariff": the 2024 tariff, not the 2023 one; "the VX-220 pump": the
+    Verta 220's datasheet, not the Verta 160's; "from 20 ft to 45 ft" names
+    neither TL-40 nor TL-45)."""
+    mine, theirs = versions(title), versions(other)
+    return bool((mine - theirs) & named) and not ((theirs - mine) & named)
