@@ -122,6 +122,10 @@ class Settings(BaseSettings):
                               "are bridge candidates (the most relevant, and as many naming the "
                               "bridge that reached it)")
     bridge_beam: int = Field(12, ge=1, description="chains kept after each hop")
+    bridge_paths: int = Field(6, ge=0, description="of the bridge_beam chains kept after a hop, "
+                              "how many are the best by their links alone (first page and "
+                              "bridges), not as answers: a lookup page between shares no word "
+                              "with the question")
     bridge_cost: float = Field(0.2, ge=0, le=1, description="what a chain pays per unit of a "
                                "bridge's log weight")
     unasked: float = Field(0.3, gt=0, le=1, description="weight kept by a bridge whose context "
@@ -129,6 +133,9 @@ class Settings(BaseSettings):
     off_bridge: float = Field(0.2, gt=0, le=1, description="weight kept by a bridge leaving a "
                               "chain's page from a unit that is not about the entity the chain "
                               "came through (another row of the register)")
+    named_start: float = Field(0.5, ge=0, le=2, description="score a chain gains when its "
+                               "first page names an entity the question names, times the "
+                               "entity's specificity (1/sqrt(pages mentioning it))")
     chain_bonus: float = Field(0.3, ge=0, le=2, description="score a page gains per unit of "
                                "chain mass (its share of each hop's chains, summed over hops)")
     chain_temperature: float = Field(0.1, gt=0, description="softmax temperature of chain "

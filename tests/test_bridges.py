@@ -13,7 +13,8 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.naming import mention_context, names_matcher, siblings, title_key
+from pilar.retrieval.bridges import Chain, keep_chains
+from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
 """A 3-hop chain of multihop2: the incident names call VC-24-1183, the week-24
@@ -181,3 +182,26 @@ def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
     assert on(record, ["VSC-65"], True) == {"s1.1", "s1.2"}  # the whole record, not the next table
     assert on(record, ["VSC-65"], False) is None  # a start about the thing: every unit
     assert on(register, ["QC-99"], False) is None
+
+
+def test_the_asked_text_leaves_out_the_names_a_question_starts_from():
+    """A chain's last document answers what the question asks, not the thing
+    it names (and the word naming its kind: "incident", "container")."""
+    assert asked_text("In which town is the maker of RTG-27 headquartered?",
+                      ["RTG-27"]) == "In which town is the maker of headquartered?"
+    assert asked_text("What maximum power does the reefer unit of container CVSU 481207 3 draw?",
+                      ["CVSU 481207 3"]) == "What maximum power does the reefer unit of draw?"
+    assert asked_text("What is the tallest building?", []) == "What is the tallest building?"
+
+
+def test_a_hop_keeps_chains_through_lookup_pages_beside_the_best_ends():
+    """Of a beam of 3 with 1 path: the two best scores, then the chain whose
+    score owes least to its last page (a register that shares no word with
+    the question but leads on), though it scores below a fourth."""
+    chains = [Chain(("a", "end1"), (), 1.0), Chain(("a", "end2"), (), 0.9),
+              Chain(("b", "end3"), (), 0.8), Chain(("a", "register"), (), 0.7)]
+    end = {"end1": 0.6, "end2": 0.5, "end3": 0.6, "register": 0.1}
+    kept = keep_chains(chains, end, beam=3, paths=1)
+    assert [c.pages[-1] for c in kept] == ["end1", "end2", "register"]
+    assert [c.pages[-1] for c in keep_chains(chains, end, beam=3, paths=0)] == [
+        "end1", "end2", "end3"]

@@ -35,16 +35,22 @@ hop grows every chain of the beam by one page:
    of the register than the one naming ``QC-09``; the rows of a two-column
    record all are, and on a start every unit is unless the question's
    entity is named only in register rows);
-3. *chains*: a chain's score is its first page's score plus its last
-   page's plus ``bridge_cost`` times the sum of its bridges' log weights
+3. *chains*: a chain's score is its first page's score (plus
+   ``named_start`` times the specificity of the question's entity it
+   names: the question names where its chain starts) plus its last page's
+   relevance as an end (the better of its score and its score against
+   the question without the names it starts from,
+   :func:`~pilar.retrieval.naming.asked_text`: the end does not name
+   them) plus ``bridge_cost`` times the sum of its bridges' log weights
    (the pages between are lookups, sharing no word with the question); a
    chain never holds two documents of one kind
    (:func:`~pilar.retrieval.naming.siblings`: an
    incident report and another one, a tariff and its superseded version),
    a version the question does not name (:func:`~pilar.retrieval.naming.names_version`: "the 2024
    tariff", not the 2023 one), one document twice or one bridge twice. The
-   ``bridge_beam`` best go on to the next hop; the hops stop after
-   ``max_hops`` or when no chain grows.
+   ``bridge_beam`` best go on to the next hop, ``bridge_paths`` of them the
+   best by first page and bridges alone (a lookup page is a poor end, but
+   the way to one); the hops stop after ``max_hops`` or when no chain grows.
 
 Ranking: each hop's chains share out one unit of *chain mass*, by a
 softmax of their scores (``chain_temperature``), to the pages they hold; a
@@ -79,11 +85,11 @@ from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.embeddings import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
-from pilar.retrieval.naming import (mention_context, names_matcher, names_version, naming_words,
+from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version, naming_words,
                                     siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_scores, tokens
 
-__all__ = ["BridgeExpander", "Chain", "Hop", "bridge_name", "mark_bridging"]
+__all__ = ["BridgeExpander", "Chain", "Hop", "bridge_name", "keep_chains", "mark_bridging"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -132,12 +138,29 @@ class Hop:
 class Chain:
     """Pages joined by bridges, in reasoning order: ``hops[i]`` joins
     ``pages[i]`` to ``pages[i + 1]``; ``score`` is the first page's score
-    (a start alone: just that), plus the last page's, plus ``bridge_cost``
+    (a start alone: just that, with its ``named_start`` gain), plus the
+    last page's relevance as an end, plus ``bridge_cost``
     times the sum of the bridges' log weights (the module docstring's step 3)."""
 
     pages: tuple[str, ...]
     hops: tuple[Hop, ...]
     score: float
+
+
+def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: int
+                ) -> list[Chain]:
+    """The ``beam`` chains a hop keeps, best score first: the ``beam -
+    paths`` best by score, then the best by score without their last
+    page's relevance as an end (``end[page_id]``), so a chain whose last
+    page is a lookup on the way (a register row giving a model code,
+    sharing no word with the question) is not judged as an answer."""
+    by_score = sorted(chains, key=lambda c: (-c.score, c.pages))
+    keep = {c.pages: c for c in by_score[: max(beam - paths, 0)]}
+    for c in sorted(chains, key=lambda c: (end[c.pages[-1]] - c.score, c.pages)):
+        if len(keep) >= beam:
+            break
+        keep.setdefault(c.pages, c)
+    return sorted(keep.values(), key=lambda c: (-c.score, c.pages))
 
 
 @dataclass(slots=True)
@@ -151,6 +174,7 @@ class _Memo:
     on: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
+    end: dict[str, float] = field(default_factory=dict)
 
 
 UNIT_PAGES = 512
@@ -194,15 +218,16 @@ class BridgeExpander:
         return out
 
     def expand(self, question: str, query: np.ndarray, by_id: dict[str, RankedPage],
-               named: list[tuple[str, str]], naming: dict[str, set[str]],
+               named: list[tuple[str, str]], naming: dict[str, float],
                scope: Scope | None = None) -> dict[str, Hop]:
         """Search chains from the question's pages in ``by_id`` (the shortlist
         after the question-entity expansion, scores final so far), adding
         reached pages to ``by_id`` and setting the scores of chained pages
         and their siblings in place (the Ranking of the module docstring).
         ``named``: ids of the entities the question names (never bridges);
-        ``naming``: ``{page_id: support ids}`` of the supports that mention
-        them. Returns ``{page_id: Hop}``: how each page a chain holds was
+        ``naming``: ``{page_id: specificity}`` of the pages that mention
+        them (``1 / sqrt(pages)`` of the most specific one they mention): a
+        chain starting there gains ``named_start`` times it. Returns ``{page_id: Hop}``: how each page a chain holds was
         reached in the best chain holding it (its bridging support is what
         packing should carry)."""
         s = self.s
@@ -216,12 +241,15 @@ class BridgeExpander:
         self._score(question, query, naming, by_id, scope, (lo, hi))
         starts = self._best(by_id.values(), set(), s.bridge_frontier)
         starts += self._best((by_id[pid] for pid in naming if pid in by_id),
-                             {p.doc_id for p in starts}, s.bridge_frontier)
+                             {p.doc_id for p in starts}, s.bridge_frontier,
+                             key=lambda p: p.score + s.named_start * naming[p.page_id])
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
         self._kinds([p.page_id for p in starts], by_id, kinds)
         superseded = self._superseded(question, by_id, kinds)
-        beam = [Chain((p.page_id,), (), p.score) for p in starts]
+        beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0))
+                for p in starts]
         depths, memo = [beam], _Memo()
+        ends = self._ends(question, names, by_id, memo)
         blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
             into: dict[str, list[str]] = {}
@@ -234,6 +262,7 @@ class BridgeExpander:
             reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
             self._score(question, query, reached, by_id, scope, (lo, hi))
             self._kinds([pid for pid in reached if pid in by_id], by_id, kinds)
+            ends([pid for pid in reached if pid in by_id])
             grown = self._grow(beam, names, reached, by_id, kinds, superseded, memo)
             if not grown:
                 break
@@ -251,7 +280,9 @@ class BridgeExpander:
         the chain does not hold, of no kind it holds and not
         ``superseded``, through a bridge it has not used; a bridge leaving
         from a unit off the chain's bridge (:meth:`_on_bridge`; ``names``:
-        the question's, for a start) keeps ``off_bridge`` of its weight."""
+        the question's, for a start) keeps ``off_bridge`` of its weight.
+        ``bridge_paths`` of them are the best by their score without their
+        last page's (``memo.end``: :meth:`_ends` has filled it)."""
         s = self.s
         by_source: dict[str, list[tuple[str, Hop]]] = {}
         for pid, found in reached.items():
@@ -274,15 +305,45 @@ class BridgeExpander:
                     continue
                 weight = h.weight * (1.0 if on is None or h.source_support in on
                                      else s.off_bridge)
-                last = by_id[c.pages[-1]].score if c.hops else 0.0
-                score = (c.score - last + by_id[pid].score
+                last = memo.end[c.pages[-1]] if c.hops else 0.0
+                score = (c.score - last + memo.end[pid]
                          + s.bridge_cost * math.log(max(weight, 1e-6)))
                 key = c.pages + (pid,)
                 if key not in grown or score > grown[key].score:
                     if weight != h.weight:
                         h = replace(h, weight=round(weight, 4))
                     grown[key] = Chain(key, c.hops + (h,), round(score, 6))
-        return sorted(grown.values(), key=lambda c: (-c.score, c.pages))[: s.bridge_beam]
+        return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
+
+    def _ends(self, question: str, names: list[str], by_id: dict[str, RankedPage],
+              memo: _Memo):
+        """A function filling ``memo.end`` for the page ids it is given: each
+        page's relevance as a chain's last page, its hybrid score against
+        :func:`~pilar.retrieval.naming.asked_text` (BM25 normalised over the
+        shortlist's range for that text; the page's own score when the
+        question names nothing)."""
+        s, ask = self.s, asked_text(question, names)
+        if not names or not tokens(ask):
+            def fill(page_ids: list[str]) -> None:
+                memo.end.update((pid, by_id[pid].score) for pid in page_ids)
+            return fill
+        vector = self.hybrid.embedder.query(ask)
+        shortlist = [pid for pid, p in by_id.items() if not p.trace.get("expanded")]
+        raw = list(self.index.bm25_for(ask, shortlist).values())
+        lo, hi = (min(raw, default=0.0), max(raw, default=0.0))
+
+        def fill(page_ids: list[str]) -> None:
+            new = [pid for pid in page_ids if pid not in memo.end]
+            if not new:
+                return
+            with beside(self.index.bm25_for, ask, new) as lexical:
+                dense = self.index.dense_for(vector, new)
+            bm25 = lexical.result()
+            for pid in new:
+                norm = min(max((bm25.get(pid, 0.0) - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+                memo.end[pid] = max(by_id[pid].score,
+                                    s.bm25_weight * norm + s.dense_weight * dense[pid])
+        return fill
 
     def _superseded(self, question: str, by_id: dict[str, RankedPage],
                     kinds: dict[str, tuple[str, frozenset[str]]]) -> set[str]:

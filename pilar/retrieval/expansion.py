@@ -120,13 +120,14 @@ class GraphRetriever:
                              counts if s.specific_entities else None)
         self._local_prior(pool, seeds, sections.result())
         if s.max_hops:
-            naming: dict[str, set[str]] = {}
+            naming: dict[str, float] = {}
             names = {eid for eid, name, _ in entities if bridge_name(eid, name)}
             for kind in ("mention", "alias"):
                 for pid, path in (reached or {}).get(kind, {}).items():
-                    if path[0].removeprefix("entity:") in names:
-                        naming.setdefault(pid, set()).update(
-                            step[8:] for step in path if step.startswith("support:"))
+                    eid = path[0].removeprefix("entity:")
+                    if eid in names:
+                        naming[pid] = max(naming.get(pid, 0.0),
+                                          1.0 / math.sqrt(max(counts.get(eid, 1), 1)))
             hops = self.bridges.expand(question, self.hybrid.embedder.query(question), by_id,
                                 [(eid, name) for eid, name, _ in entities + hubs], naming, scope)
         if entities or hubs:

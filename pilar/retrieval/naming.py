@@ -134,6 +134,16 @@ def naming_words(question: str, names: list[str]) -> set[str]:
     return out
 
 
+def asked_text(question: str, names: list[str]) -> str:
+    """The question without its :func:`naming_words` ("In which town is the
+    maker of RTG-27 headquartered?" -> "In which town is the maker
+    headquartered?"): what it asks of a chain's last document, which by
+    the design of a bridge question does not name the thing it starts from."""
+    naming = naming_words(question, names)
+    kept = [w for w in question.split() if not set(tokens(w)) <= naming or not tokens(w)]
+    return " ".join(kept)
+
+
 def versions(text: str) -> frozenset[str]:
     """What names a version or model in ``text``: its words holding a digit
     (``2024``, ``TX-5``, ``CN-12/2024``), lower case, and their runs of
