@@ -4,6 +4,7 @@ documents of ``../shared/data/multihop2``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,8 @@ def test_proper_names_siblings_and_mentions():
                     (title_key("ONT terminal handling charges 2024"), frozenset()))
     match = names_matcher(["VSC-65", "Corvassa Ardent"])
     assert match("model vsc 65 fitted") and match("MV CORVASSA ARDENT") and not match("VSC-651")
+    assert match("(VSC65)") and match("Corvassa_Ardent") and not match("xVSC-65")
+    assert not match("CorvassaArdent") and not match("VSC-65²") and not names_matcher([])("VSC-65")
 
 
 def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data: Path):
@@ -135,6 +138,9 @@ def test_mention_context_is_the_column_or_the_words_before():
     text = Unit("u2", "d", 1, "paragraph", "during the discharge of vessel call VC-24-1183, one",
                 "", "s2")
     assert mention_context(text, "VC-24-1183") == "the discharge of vessel call , one"
+    # found where the text names it however it is written, offsets kept where "İ" lowers to two
+    assert mention_context(replace(text, text="İzmir: call vc 24 1183 berthed late"),
+                           "VC-24-1183") == "İzmir: call berthed late"
 
 
 def test_a_code_the_question_writes_is_a_query_entity(chain_store: Pilar):

@@ -32,26 +32,73 @@ def _name_regex(name: str) -> str | None:
     return r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, parts)) + r"(?![^\W_])"
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65_536)
 def _name_pattern(name: str) -> re.Pattern | None:
     """:func:`_name_regex` compiled, case-insensitive."""
     regex = _name_regex(name)
     return re.compile(regex, re.IGNORECASE) if regex is not None else None
 
 
-@lru_cache(maxsize=4096)
-def _names_pattern(names: tuple[str, ...]) -> re.Pattern | None:
-    """One case-insensitive regex finding any of ``names`` (sorted, unique)."""
-    regexes = [r for r in map(_name_regex, names) if r is not None]
-    return re.compile("|".join(regexes), re.IGNORECASE) if regexes else None
+_GROUP = re.compile(r"[^\W\d_]+|\d+")
+_ALNUM = re.compile(r"[^\W_]+")
+
+
+@lru_cache(maxsize=100_000)
+def _text_key(text: str) -> tuple[str, frozenset[str]]:
+    """``text`` as its words (runs of letters and digits) between spaces,
+    lower case, each word's letter and digit groups joined by ``|``
+    (``"VSC65 on QC-09"`` -> ``" vsc|65 on qc 09 "``); a word holding other
+    word characters (``²``) is fenced by ``#``, so no name ends inside it;
+    and the set of its groups."""
+    words, seen = [], set()
+    for word in _ALNUM.findall(text.lower()):
+        groups = _GROUP.findall(word)
+        seen.update(groups)
+        key = "|".join(groups)
+        words.append(key if sum(map(len, groups)) == len(word) else f"#{key}#")
+    return f" {' '.join(words)} ", frozenset(seen)
+
+
+@lru_cache(maxsize=100_000)
+def _name_keys(name: str) -> tuple[str, ...]:
+    """The ways :func:`_text_key` can hold ``name`` as whole words (the
+    :func:`_name_regex` matches, found with ``in``): its groups with a space
+    between, or ``|`` where a letter group meets a digit group (``VSC-65``
+    is in ``" vsc 65 "`` and ``" vsc|65 "``)."""
+    groups = _GROUP.findall(name.lower())
+    if not groups:
+        return ()
+    keys = [groups[0]]
+    for prev, group in zip(groups, groups[1:]):
+        seps = (" ", "|") if prev[0].isdigit() != group[0].isdigit() else (" ",)
+        keys = [k + sep + group for k in keys for sep in seps]
+    return tuple(f" {k} " for k in keys)
 
 
 def names_matcher(names: Iterable[str]):
     """``text -> bool``: does ``text`` name one of ``names`` (see
     :func:`_name_regex`: a code by its key, :func:`~pilar.ingest.codes.code_key`,
-    a name by its words)?"""
-    pattern = _names_pattern(tuple(sorted(set(names))))
-    return (lambda text: False) if pattern is None else (lambda text: bool(pattern.search(text)))
+    a name by its words)? Substring tests on :func:`_text_key` for the
+    names whose first group the text holds, no regex compiled per name (a
+    chain search meets thousands)."""
+    return _matcher(frozenset(names))
+
+
+@lru_cache(maxsize=65_536)
+def _matcher(names: frozenset[str]):
+    """:func:`names_matcher` of a set of names, kept for the next search."""
+    by_first: dict[str, set[str]] = {}
+    for name in names:
+        for key in _name_keys(name):
+            by_first.setdefault(_GROUP.match(key, 1).group(), set()).add(key)
+    if not by_first:
+        return lambda text: False
+    firsts = frozenset(by_first)
+
+    def match(text: str) -> bool:
+        key, groups = _text_key(text)
+        return any(k in key for g in firsts & groups for k in by_first[g])
+    return match
 
 
 def template(section_paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
@@ -84,13 +131,29 @@ def mention_context(unit: Unit, name: str) -> str:
                 if len(unit.cells) == 2 and i == 1:
                     out.append(unit.cells[0])
         return " ".join(out)
-    pattern = _name_pattern(name)
-    found = pattern.search(unit.text) if pattern is not None else None
+    found = _find(unit.text, name)
     if found is None:
         return ""
-    before = unit.text[:found.start()].split()[-5:]
-    after = unit.text[found.end():].split()[:2]
+    before = unit.text[:found[0]].split()[-5:]
+    after = unit.text[found[1]:].split()[:2]
     return " ".join(before + after)
+
+
+def _find(text: str, name: str) -> tuple[int, int] | None:
+    """``(start, end)`` characters of the first place ``text`` names
+    ``name`` (as :func:`names_matcher` finds it), or None."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # "İ" lowers to two characters: offsets would move
+        found = (pattern := _name_pattern(name)) and pattern.search(text)
+        return found.span() if found else None
+    key, _ = _text_key(text)
+    places = [(at, k) for k in _name_keys(name) if (at := key.find(k)) >= 0]
+    if not places:
+        return None
+    at, k = min(places)
+    first = key.count(" ", 0, at + 1) - 1
+    spans = [m.span() for m in _ALNUM.finditer(lowered)]
+    return spans[first][0], spans[first + k.count(" ") - 2][1]
 
 
 def title_key(title: str) -> str:
