@@ -30,10 +30,11 @@ from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestRes
                          Unit, check_collection)
 from pilar.packing.packet import PageEvidence, assemble, tables_of
 from pilar.packing.selection import UnitSelector
+from pilar.packing.statistics import fill_stats, refresh_stats
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval.embeddings import QUERY_CACHE, Embedder, VectorCache, load_cross_encoder
 from pilar.retrieval.expansion import GraphRetriever
-from pilar.retrieval.hybrid import HybridRetriever, beside
+from pilar.retrieval.hybrid import HybridRetriever
 from pilar.writes import DocumentWriter
 
 if TYPE_CHECKING:
@@ -100,7 +101,8 @@ class Pilar:
         self._retrievers: dict[str, GraphRetriever] = {}
         self._retrievers_lock = threading.Lock()
         self._held_pages = False  # the store was seen holding pages (see search)
-        self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache)
+        self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache,
+                                     lambda units: fill_stats(units, self.tokens))
 
     @cached_property
     def tokens(self) -> TokenCounter:
@@ -446,7 +448,8 @@ class Pilar:
 
     def _page_material(self, page_ids: list[str]) -> dict[str, tuple[list[Support], list[Unit]]]:
         """``{page_id: (supports, units)}`` in document order, from an LRU of
-        :data:`PAGE_CACHE` pages: units are query-independent and may be
+        :data:`PAGE_CACHE` pages (the rest read in one query, units with their
+        ingest-time statistics, filled now when missing): units are query-independent and may be
         cached per page (Tessera §3.2), and pages are content-addressed (a
         doc_id derives from the SHA-256 of the bytes and the collection), so a cached page stays valid.
         Ingesting or deleting through this object empties the cache. Safe
@@ -456,11 +459,10 @@ class Pilar:
             out = {pid: cache[pid] for pid in page_ids if pid in cache}
         missing = [pid for pid in dict.fromkeys(page_ids) if pid not in out]
         if missing:
-            with beside(self.graph.supports_on_pages, missing) as reading:
-                units = self.graph.units_on_pages(missing)
-            supports = reading.result()
-            for pid in missing:
-                out[pid] = (supports.get(pid, []), units.get(pid, []))
+            read = self.graph.page_material(missing)
+            refresh_stats([u for pid in missing for u in read[pid][1]], self.tokens,
+                          self.graph.set_unit_stats)
+            out.update(read)
         with self._pages_lock:
             for pid in page_ids:
                 cache[pid] = out[pid]

@@ -25,7 +25,7 @@ import numpy as np
 from pilar.config import Settings
 from pilar.graph import GraphStore
 from pilar.graph.linking import in_collection, link_across
-from pilar.model import ParsedDocument
+from pilar.model import ParsedDocument, Unit
 from pilar.retrieval import PageIndex
 
 
@@ -43,14 +43,18 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
 class DocumentWriter:
     """Stores and removes whole documents in ``graph`` and ``index`` (see
     the module docstring). ``on_change()`` is called before every
-    :meth:`store` and :meth:`delete` (the facade empties its page cache there)."""
+    :meth:`store` and :meth:`delete` (the facade empties its page cache there);
+    ``unit_stats(units)`` sets the packing statistics of a document's units
+    before they are written (:func:`pilar.packing.statistics.fill_stats`)."""
 
     def __init__(self, graph: GraphStore, index: PageIndex, settings: Settings,
-                 on_change: Callable[[], None] = lambda: None):
+                 on_change: Callable[[], None] = lambda: None,
+                 unit_stats: Callable[[list[Unit]], object] = lambda units: None):
         self.graph = graph
         self.index = index
         self.settings = settings
         self.on_change = on_change
+        self.unit_stats = unit_stats
 
     def store(self, parsed: ParsedDocument, vectors: list[np.ndarray],
               unit_ids: list[list[str | None]]) -> bool:
@@ -70,6 +74,7 @@ class DocumentWriter:
                 self.graph.remove_source(d.doc_id, doc.uri)
         old = [d.doc_id for d in known if len(d.sources) <= 1]
         in_collection(parsed)
+        self.unit_stats(parsed.units)
         parsed.same_as = link_across(parsed, self.graph, self.settings)
         # on the embedded store the index transaction encloses everything
         # (one SQLite transaction); on servers each step commits on its own

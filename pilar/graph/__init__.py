@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
 
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
-                         ParsedDocument, SameAs, Support, Unit)
+                         ParsedDocument, SameAs, Support, Unit, UnitStats)
 
 
 @runtime_checkable
@@ -73,8 +73,21 @@ class GraphStore(Protocol):
         every id given; one read for all pages."""
         ...
     def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]:
-        """``{page_id: [Unit, ...]}`` (document order) for every id given; one
-        read for all pages."""
+        """``{page_id: [Unit, ...]}`` (document order, each with its stored
+        :class:`~pilar.model.UnitStats` or ``stats`` None) for every id given;
+        one read for all pages."""
+        ...
+    def page_material(self, page_ids: list[str]
+                      ) -> dict[str, tuple[list[Support], list[Unit]]]:
+        """``{page_id: (supports, units)}``, each list as
+        :meth:`supports_on_pages` and :meth:`units_on_pages` give it, for
+        every id given (``([], [])`` for unknown pages): what packing reads
+        of its candidate pages, in one query for all pages."""
+        ...
+    def set_unit_stats(self, stats: dict[str, UnitStats]) -> None:
+        """Store ``{unit_id: UnitStats}`` on existing units (unknown ids are
+        ignored): statistics filled after ingest (an older store, another
+        tokenizer). Raises the backend's error if the write fails."""
         ...
     def stats(self) -> dict[str, int]: ...
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:

@@ -24,9 +24,9 @@ from pilar.graph import add_expansion_rows, ingest_time
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
 from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, entity_of,
-                                    support_of, unit_of)
+                                    stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
-                         SameAs, Support, Unit, to_jsonable)
+                         SameAs, Support, Unit, UnitStats, to_jsonable)
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -167,6 +167,32 @@ class Neo4jGraphStore:
         for pid, doc_id, number, rows in self._values(cy.UNITS_ON_PAGES, ids=list(out)):
             out[pid] = [unit_of(doc_id, number, r) for r in rows]
         return out
+
+    def page_material(self, page_ids: list[str]
+                      ) -> dict[str, tuple[list[Support], list[Unit]]]:
+        """``{page_id: (supports, units)}`` as :meth:`supports_on_pages` and
+        :meth:`units_on_pages` give them, in one read for all pages. Raises
+        :class:`StoreError` if the read fails."""
+        out: dict[str, tuple[list[Support], list[Unit]]] = {pid: ([], []) for pid in page_ids}
+        if not out:
+            return out
+        for pid, doc_id, number, sup, units in self._values(cy.PAGE_MATERIAL, ids=list(out)):
+            out[pid] = ([support_of(r[0], doc_id, number, *r[1:]) for r in sup],
+                        [unit_of(doc_id, number, r) for r in units])
+        return out
+
+    def set_unit_stats(self, stats: dict[str, UnitStats]) -> None:
+        """Store ``{unit_id: UnitStats}`` on existing Unit nodes (unknown ids
+        are ignored), in one transaction. Raises :class:`StoreError` if the
+        write fails."""
+        rows = [{"unit_id": uid, **stats_row(st)} for uid, st in stats.items()]
+
+        def work(tx):
+            for batch in batches(rows):
+                tx.run(cy.SET_UNIT_STATS, rows=batch).consume()
+
+        if rows:
+            self._write(work)
 
     def stats(self) -> dict[str, int]:
         """Counts of every node label and edge type (keys as on every backend)."""

@@ -131,8 +131,35 @@ RETURN pid, doc_id, number, COLLECT {
   MATCH (u:Unit {doc_id: doc_id, page: number})
   WITH u ORDER BY u.seq
   RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
-          u.row_index, u.headers, u.cells]
+          u.row_index, u.headers, u.cells, u.term_counts, u.term_length, u.line_tokens,
+          u.line_tokenizer]
 } AS rows
+"""
+# SUPPORTS_ON_PAGES and UNITS_ON_PAGES in one read: per page id, its supports'
+# rows and its units' rows (each as those queries return them)
+PAGE_MATERIAL = """
+UNWIND $ids AS pid
+WITH pid, split(pid, ':') AS key
+WITH pid, key[0] AS doc_id, toInteger(key[1]) AS number
+OPTIONAL MATCH (pg:Page {page_id: pid})
+RETURN pid, doc_id, number, COLLECT {
+  MATCH (pg)<-[:ON_PAGE]-(p:Provenance)<-[:HAS_PROVENANCE]-(s:Support)
+  WITH s, p ORDER BY s.seq
+  RETURN [s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path, p.bbox,
+          p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end]
+} AS supports, COLLECT {
+  MATCH (u:Unit {doc_id: doc_id, page: number})
+  WITH u ORDER BY u.seq
+  RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
+          u.row_index, u.headers, u.cells, u.term_counts, u.term_length, u.line_tokens,
+          u.line_tokenizer]
+} AS units
+"""
+SET_UNIT_STATS = """
+UNWIND $rows AS row
+MATCH (u:Unit {unit_id: row.unit_id})
+SET u.term_counts = row.term_counts, u.term_length = row.term_length,
+    u.line_tokens = row.line_tokens, u.line_tokenizer = row.line_tokenizer
 """
 # graph expansion from the question's entities, the three kinds in one read:
 # one record per entity, each kind a list of at most $limit pages. mention:

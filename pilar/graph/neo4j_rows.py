@@ -15,7 +15,7 @@ from typing import Any
 
 from pilar.graph import neo4j_cypher as cy
 from pilar.model import (Assertion, Document, Entity, ParsedDocument, Provenance, Support,
-                         Unit, to_jsonable)
+                         Unit, UnitStats, to_jsonable)
 
 BATCH = 5000
 """Rows per UNWIND statement."""
@@ -47,7 +47,8 @@ def document_rows(parsed: ParsedDocument) -> list[tuple[str, list]]:
                  "text": s.text, "role": s.role, "seq": i,
                  "provenance_id": s.provenance.provenance_id}
                 for i, s in enumerate(parsed.supports)]
-    units = [{**{k: v for k, v in to_jsonable(u).items() if v is not None}, "seq": i}
+    units = [{**{k: v for k, v in to_jsonable(u).items() if v is not None and k != "stats"},
+              **(stats_row(u.stats) if u.stats else {}), "seq": i}
              for i, u in enumerate(parsed.units)]
     tables = [{"table_id": f"{t.doc_id}:t{t.table_index}", "doc_id": t.doc_id,
                "table_index": t.table_index, "page": t.page,
@@ -91,13 +92,21 @@ def support_of(support_id: str, doc_id: str, page: int, kind: str, text: str, ro
             cell_ids=tuple(cell_ids or ()), char_start=char_start, char_end=char_end))
 
 
+def stats_row(st: UnitStats) -> dict[str, Any]:
+    """A Unit node's statistics properties (the term counts as JSON text)."""
+    return {"term_counts": json.dumps(st.terms, ensure_ascii=False), "term_length": st.length,
+            "line_tokens": st.tokens, "line_tokenizer": st.tokenizer}
+
+
 def unit_of(doc_id: str, page: int, r: list) -> Unit:
-    """A Unit of page ``page`` from one row of
-    :data:`~pilar.graph.neo4j_cypher.UNITS_ON_PAGES`."""
+    """A Unit of page ``page`` (with its statistics when stored) from one row
+    of :data:`~pilar.graph.neo4j_cypher.UNITS_ON_PAGES`."""
     return Unit(unit_id=r[0], doc_id=doc_id, page=page, kind=r[1], text=r[2],
                 completed_text=r[3], support_id=r[4], context=tuple(r[5] or ()),
                 table_index=r[6], row_index=r[7], headers=tuple(r[8] or ()),
-                cells=tuple(r[9] or ()))
+                cells=tuple(r[9] or ()),
+                stats=None if r[10] is None else UnitStats(
+                    terms=json.loads(r[10]), length=r[11], tokens=r[12], tokenizer=r[13]))
 
 
 def assertion_of(r: dict[str, Any]) -> Assertion:

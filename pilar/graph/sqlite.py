@@ -19,12 +19,40 @@ from pilar.errors import ConfigError
 from pilar.graph import add_expansion_rows, ingest_time
 from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
-                         ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
+                         ParsedDocument, Provenance, SameAs, Support, Unit, UnitStats,
+                         to_jsonable)
 from pilar.stores import SqliteDatabase
 
 
 def _j(value) -> str:
     return json.dumps(to_jsonable(value), ensure_ascii=False)
+
+
+def _support(r, paths: dict[str, tuple[str, ...]]) -> Support:
+    """A Support from a row of ``sql.SUPPORTS_ON_PAGES`` (``paths`` shares
+    the decoded section paths between rows)."""
+    path = paths.get(r[7])
+    if path is None:
+        path = paths[r[7]] = tuple(json.loads(r[7]))
+    prov = Provenance(
+        provenance_id=r[6], doc_id=r[2], page=r[1], section_path=path,
+        bbox=tuple(json.loads(r[8])) if r[8] else None, css_path=r[9],
+        table_index=r[10], row=r[11], col=r[12],
+        cell_ids=tuple(json.loads(r[13])) if r[13] != "[]" else (),
+        char_start=r[14], char_end=r[15],
+    )
+    return Support(support_id=r[3], doc_id=r[2], kind=r[4], text=r[5], role=r[16],
+                   provenance=prov)
+
+
+def _unit(r) -> Unit:
+    """A Unit (with its statistics when stored) from a row of ``sql.UNITS_ON_PAGES``."""
+    return Unit(unit_id=r[1], doc_id=r[2], page=r[3], kind=r[4], text=r[5],
+                completed_text=r[6], support_id=r[7], context=tuple(json.loads(r[8])),
+                table_index=r[9], row_index=r[10], headers=tuple(json.loads(r[11])),
+                cells=tuple(json.loads(r[12])),
+                stats=None if r[13] is None else UnitStats(
+                    terms=json.loads(r[13]), length=r[14], tokens=r[15], tokenizer=r[16]))
 
 
 class SqliteGraphStore:
@@ -98,35 +126,45 @@ class SqliteGraphStore:
             return out
         paths: dict[str, tuple[str, ...]] = {}
         for r in self.db.conn.execute(sql.SUPPORTS_ON_PAGES, (json.dumps(list(out)),)):
-            path = paths.get(r[7])
-            if path is None:
-                path = paths[r[7]] = tuple(json.loads(r[7]))
-            prov = Provenance(
-                provenance_id=r[6], doc_id=r[2], page=r[1], section_path=path,
-                bbox=tuple(json.loads(r[8])) if r[8] else None, css_path=r[9],
-                table_index=r[10], row=r[11], col=r[12],
-                cell_ids=tuple(json.loads(r[13])) if r[13] != "[]" else (),
-                char_start=r[14], char_end=r[15],
-            )
-            out[r[0]].append(Support(support_id=r[3], doc_id=r[2], kind=r[4], text=r[5],
-                                     role=r[16], provenance=prov))
+            out[r[0]].append(_support(r, paths))
         return out
 
     def units_on_pages(self, page_ids: list[str]) -> dict[str, list[Unit]]:
-        """``{page_id: [Unit, ...]}`` in document order for every id given
-        (``[]`` for pages without units). One query for all pages. Raises
+        """``{page_id: [Unit, ...]}`` in document order, with their stored
+        statistics (``stats`` None until filled), for every id given (``[]``
+        for pages without units). One query for all pages. Raises
         ``sqlite3.Error`` if the read fails."""
         out: dict[str, list[Unit]] = {pid: [] for pid in page_ids}
         if not out:
             return out
         for r in self.db.conn.execute(sql.UNITS_ON_PAGES, (json.dumps(list(out)),)):
-            out[r[0]].append(Unit(
-                unit_id=r[1], doc_id=r[2], page=r[3], kind=r[4], text=r[5],
-                completed_text=r[6], support_id=r[7], context=tuple(json.loads(r[8])),
-                table_index=r[9], row_index=r[10], headers=tuple(json.loads(r[11])),
-                cells=tuple(json.loads(r[12])),
-            ))
+            out[r[0]].append(_unit(r))
         return out
+
+    def page_material(self, page_ids: list[str]
+                      ) -> dict[str, tuple[list[Support], list[Unit]]]:
+        """``{page_id: (supports, units)}`` as :meth:`supports_on_pages` and
+        :meth:`units_on_pages` give them, in one query for all pages. Raises
+        ``sqlite3.Error`` if the read fails."""
+        out: dict[str, tuple[list[Support], list[Unit]]] = {pid: ([], []) for pid in page_ids}
+        if not out:
+            return out
+        paths: dict[str, tuple[str, ...]] = {}
+        for r in self.db.conn.execute(sql.PAGE_MATERIAL, (json.dumps(list(out)),)):
+            if r[0] == 0:
+                out[r[1]][0].append(_support(r[1:], paths))
+            else:
+                out[r[1]][1].append(_unit(r[1:]))
+        return out
+
+    def set_unit_stats(self, stats: dict[str, UnitStats]) -> None:
+        """Store the statistics of existing units (``{unit_id: UnitStats}``;
+        unknown ids are ignored), in one transaction. Raises
+        ``sqlite3.Error`` if the write fails."""
+        with self.db.transaction() as c:
+            c.executemany(sql.SET_UNIT_STATS, [
+                (uid, json.dumps(st.terms, ensure_ascii=False), st.length, st.tokens,
+                 st.tokenizer) for uid, st in stats.items()])
 
     def stats(self) -> dict[str, int]:
         """Counts of every layer and edge type, the same keys as
@@ -191,9 +229,13 @@ class SqliteGraphStore:
             )
             c.executemany(
                 "INSERT INTO units (unit_id, doc_id, page, kind, text, completed_text, support_id,"
-                " context, table_index, row_index, headers, cells) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                " context, table_index, row_index, headers, cells, term_counts, term_length,"
+                " line_tokens, line_tokenizer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(u.unit_id, u.doc_id, u.page, u.kind, u.text, u.completed_text, u.support_id,
-                  _j(u.context), u.table_index, u.row_index, _j(u.headers), _j(u.cells))
+                  _j(u.context), u.table_index, u.row_index, _j(u.headers), _j(u.cells),
+                  *((None,) * 4 if u.stats is None else
+                    (json.dumps(u.stats.terms, ensure_ascii=False), u.stats.length,
+                     u.stats.tokens, u.stats.tokenizer)))
                  for u in parsed.units],
             )
             self._write_entities(c, parsed)

@@ -79,9 +79,30 @@ ORDER BY w.pid, s.rowid
 """
 UNITS_ON_PAGES = WANTED_PAGES + """
 SELECT w.pid, u.unit_id, u.doc_id, u.page, u.kind, u.text, u.completed_text, u.support_id,
-       u.context, u.table_index, u.row_index, u.headers, u.cells
+       u.context, u.table_index, u.row_index, u.headers, u.cells, u.term_counts,
+       u.term_length, u.line_tokens, u.line_tokenizer
 FROM wanted w JOIN units u ON u.doc_id = w.doc_id AND u.page = w.page
 ORDER BY w.pid, u.rowid
+"""
+# supports (kind 0) and units (kind 1) of the pages asked for in one statement,
+# each in the column order of SUPPORTS_ON_PAGES / UNITS_ON_PAGES after the kind
+# (the shorter padded with NULLs); rows by page, then kind, then document order
+PAGE_MATERIAL = WANTED_PAGES + """
+SELECT 0, w.pid, w.page, w.doc_id, s.support_id, s.kind, s.text, p.provenance_id,
+       p.section_path, p.bbox, p.css_path, p.table_index, p.row, p.col, p.cell_ids,
+       p.char_start, p.char_end, s.role, s.rowid
+FROM wanted w JOIN provenance p ON p.doc_id = w.doc_id AND p.page = w.page
+JOIN supports s ON s.provenance_id = p.provenance_id
+UNION ALL
+SELECT 1, w.pid, u.unit_id, u.doc_id, u.page, u.kind, u.text, u.completed_text, u.support_id,
+       u.context, u.table_index, u.row_index, u.headers, u.cells, u.term_counts,
+       u.term_length, u.line_tokens, u.line_tokenizer, u.rowid
+FROM wanted w JOIN units u ON u.doc_id = w.doc_id AND u.page = w.page
+ORDER BY 2, 1, 19
+"""
+SET_UNIT_STATS = """
+UPDATE units SET term_counts = ?2, term_length = ?3, line_tokens = ?4, line_tokenizer = ?5
+WHERE unit_id = ?1
 """
 PAGE_SECTIONS = WANTED_PAGES + """
 SELECT DISTINCT w.pid, p.section_path

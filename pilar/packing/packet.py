@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pilar.config import Settings
 from pilar.model import Citation, Packet, PacketItem, RankedPage, Support, Unit
 from pilar.packing.selection import ScoredUnit, bm25_scores, tokens
+from pilar.packing.statistics import line_tokens, unit_line
 from pilar.packing.tokens import TokenCounter
 
 
@@ -190,7 +191,7 @@ def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
     top_table = next(filter(None, (table_key(s.unit) for s in selected)), None)
     if top_table and tables.get(top_table):
         rows = tables[top_table]
-        cost = sum(counter.count_many([_line(u) for u in rows])) + len(rows)
+        cost = sum(line_tokens(rows, counter)) + len(rows)
         if cost <= whole_table_share * limit:
             best = next(s for s in selected if table_key(s.unit) == top_table)
             for u in rows:
@@ -219,7 +220,7 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
     title = "## Evidence units"
     title_cost = counter.count_one(title) + 1
     spent = title_cost
-    line_cost = counter.count_many([_line(s.unit) for s in selected])
+    line_cost = line_tokens([s.unit for s in selected], counter)
     ctx_keys = [(f"{s.unit.doc_id}:{s.unit.page}", s.unit.context) for s in selected]
     head_keys = [(*ck, _shown_headers(s.unit)) for ck, s in zip(ctx_keys, selected)]
     ctx_text = {}
@@ -244,8 +245,8 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
         s, ck, hk = selected[0], ctx_keys[0], head_keys[0]
         room = limit - spent - ctx_cost[ck] - head_cost.get(hk, 0) - 1
         if room > 16:
-            line = counter.truncate(_line(s.unit), room)
-            cut = ScoredUnit(replace(s.unit, text=line, cells=()), s.lexical, s.score,
+            line = counter.truncate(unit_line(s.unit), room)
+            cut = ScoredUnit(replace(s.unit, text=line, cells=(), stats=None), s.lexical, s.score,
                              s.page_rank)
             groups[ck] = {hk: [(cut, counter.count(line))]}
     items: list[PacketItem] = []
@@ -255,7 +256,7 @@ def unit_block(selected: list[ScoredUnit], pages: dict[str, RankedPage],
             members.sort(key=lambda m: (m[0].unit.row_index if m[0].unit.row_index is not None
                                         else -1, m[0].unit.unit_id))
             for n, (s, cost) in enumerate(members):
-                text, body = _line(s.unit), 0
+                text, body = unit_line(s.unit), 0
                 if n == 0 and hk in head_text:
                     text, cost, body = (f"{head_text[hk]}\n{text}", cost + head_cost[hk],
                                         len(head_text[hk]) + 1)
@@ -285,12 +286,6 @@ def _group_header(u: Unit, page: RankedPage | None) -> str:
         elif page.number != 1:
             where = f" [page {page.number}]"
     return f"### {' > '.join(u.context) or 'page'}{where}"
-
-
-def _line(u: Unit) -> str:
-    if u.kind == "row" and u.cells:
-        return " | ".join(c.replace("\n", " / ") for c in u.cells)
-    return u.text
 
 
 def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEvidence],
@@ -377,12 +372,13 @@ def _tables_in(items: list[PacketItem]) -> set[TableKey]:
 
 def fit(items: list[PacketItem], counter: TokenCounter, budget: int) -> Packet:
     """Join ``items`` into a packet, dropping the last ones while the joined
-    text (counted as a whole: tokenizers are not additive) exceeds ``budget``."""
+    text (counted as a whole, :meth:`~pilar.packing.tokens.TokenCounter.count_joined`)
+    exceeds ``budget``."""
     text = "\n".join(item.text for item in items)
-    total = counter.count(text)
+    total = counter.count_joined(text)
     while total > budget and items:
         items.pop()
         text = "\n".join(item.text for item in items)
-        total = counter.count(text)
+        total = counter.count_joined(text)
     return Packet(text=text, items=items, budget=budget, tokens=total, tokenizer=counter.name,
                   estimate=counter.estimate)

@@ -1,5 +1,6 @@
 """Unit selection (Tessera §3.4): units of the anchor pages, a lexical
-prefilter to ``prefilter`` candidates (BM25 over completed text), then a
+prefilter to ``prefilter`` candidates (BM25 over completed text, from the
+term counts stored at ingest, :mod:`pilar.packing.statistics`), then a
 reranker on completed text: a sentence-transformers CrossEncoder when one is
 configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
 vectors computed at ingest: a unit's own, or that of the run of units of
@@ -24,7 +25,7 @@ from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
-from pilar.retrieval.terms import bm25_with_idf, bm25_scores, tokens
+from pilar.retrieval.terms import bm25_of_counts, bm25_scores, term_counts, tokens
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
 
@@ -110,7 +111,8 @@ class UnitSelector:
             return []
         q = tokens(question)
         plain = [u for _, u in units]
-        lexical, idf = bm25_with_idf(q, [u.completed_text for u in plain])
+        lexical, idf = bm25_of_counts(q, [(u.stats.terms, u.stats.length) if u.stats else
+                                          term_counts(u.completed_text) for u in plain])
         named = self._key_scores(plain, lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]

@@ -36,6 +36,11 @@ class TokenCounter:
         self.estimate = estimate
         self.lock = lock or threading.RLock()
         self._memo: dict[str, int] = {}
+        self.splits_at_newlines = _splits_at_whitespace(tokenizer)
+        """True when the tokenizer counts lines apart: it drops whitespace before
+        anything else looks across it (a whitespace pre-tokenizer after a
+        character-wise normaliser, as BERT's WordPiece), so text joined with
+        newlines costs the sum of its lines (:meth:`count_joined`)."""
 
     @classmethod
     def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str,
@@ -63,6 +68,14 @@ class TokenCounter:
     def count(self, text: str) -> int:
         """Number of tokens in ``text`` (no special tokens); see :func:`breakable`."""
         return self._lengths([text])[0] if text else 0
+
+    def count_joined(self, text: str) -> int:
+        """:meth:`count` of ``text``, summed over its lines through the memo of
+        :meth:`count_many` when :attr:`splits_at_newlines` (a packet is joined from
+        lines already counted while it was packed), else counted whole."""
+        if not self.splits_at_newlines:
+            return self.count(text)
+        return sum(self.count_many(text.split("\n"))) if text else 0
 
     def count_one(self, text: str) -> int:
         """:meth:`count` through the memo of :meth:`count_many` (for short
@@ -100,6 +113,36 @@ class TokenCounter:
             return text
         end = offsets[limit - 1][1]
         return text[: end - bisect.bisect_left(inserted, end)]
+
+
+_CHARWISE_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD",
+                         "StripAccents"}
+_WHITESPACE_SPLITS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+
+def _splits_at_whitespace(tokenizer) -> bool:
+    """Whether ``tokenizer`` (a Hugging Face fast tokenizer, or an object
+    holding a ``tokenizers.Tokenizer`` as ``backend_tokenizer``) splits text
+    at whitespace before its model sees it, after only character-wise
+    normalisers: then the tokens of lines joined with a newline are the
+    tokens of each line. False when that cannot be read (counted whole)."""
+    import json
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    try:
+        spec = json.loads(backend.to_str())
+    except Exception:  # noqa: BLE001 - a slow or unknown tokenizer: count whole texts
+        return False
+
+    def kinds(part) -> list[str]:
+        if part is None:
+            return []
+        inner = part.get("normalizers") or part.get("pretokenizers")
+        return [k for p in inner for k in kinds(p)] if inner else [part.get("type")]
+
+    pre = kinds(spec.get("pre_tokenizer"))
+    return (bool(pre) and pre[0] in _WHITESPACE_SPLITS
+            and set(kinds(spec.get("normalizer"))) <= _CHARWISE_NORMALIZERS)
 
 
 def breakable(text: str) -> tuple[str, list[int]]:

@@ -135,6 +135,12 @@ class CountingTokenizer:
     def __init__(self, layout: ModelLayout):
         self._tok = fast_tokenizer(layout)
 
+    @property
+    def backend_tokenizer(self):
+        """The ``tokenizers.Tokenizer`` behind the call (as on a Hugging Face
+        fast tokenizer)."""
+        return self._tok
+
     def __call__(self, text: str | list[str], add_special_tokens: bool = True,
                  truncation: bool = False, verbose: bool = True,
                  return_offsets_mapping: bool = False) -> dict:

@@ -1,0 +1,167 @@
+"""Two source trees side by side in one run: search latency (embedded store,
+warm) and the packets of the delivery questions, question by question.
+
+    python bench/ab_trees.py --tree A=/work/main:HOME_A --tree B=.:HOME_B
+                             [--n 200] [--delivery 300] [--budgets 1024,3072]
+                             [--json OUT]
+
+Each tree runs in its own worker process (``PYTHONPATH`` = the tree) on its
+own copy of a store (a tree may migrate the store it opens, so give each its
+own). Latency: the same ``--n`` lookup questions as bench/query_latency.py
+(seed 13), all run once untimed, then each question timed in one tree and at
+once in the other (the order swapped every question, the query-vector cache
+emptied before each), so both see the same load of a shared machine.
+Packets: the ``--delivery`` questions of bench/delivery.py (fixed-seed
+sample, those whose gold page the store holds), ranked as that bench ranks
+them, packed at each budget in both trees; a packet is the same when its
+text, token count and citations are byte-identical. Every difference is
+listed with each side's delivery (every gold answer in the packet text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+QUESTIONS = SHARED / "wtq" / "dev" / "questions.tsv"
+
+WORKER = r"""
+import json, sys, time
+from pathlib import Path
+from pilar import Pilar
+from pilar.model import to_jsonable
+p = Pilar(home=sys.argv[1], create=False)
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] == "search":
+        p.embedder._queries.clear()
+        t = time.perf_counter()
+        p.search(req["q"])
+        out = {"ms": 1000 * (time.perf_counter() - t)}
+    elif req["op"] == "packets":
+        ranked = p.retriever().search(req["q"], p.settings.top_k)
+        out = {"ranked": [r.page_id for r in ranked], "packets": {}}
+        for b in req["budgets"]:
+            pk = p.pack(req["q"], ranked, b)
+            out["packets"][str(b)] = {
+                "text": pk.text, "tokens": pk.tokens,
+                "citations": to_jsonable(pk.citations)}
+    print(json.dumps(out), flush=True)
+"""
+
+
+class Tree:
+    """One tree's worker process: ``ask(request) -> reply`` over JSON lines."""
+
+    def __init__(self, name: str, path: Path, home: Path):
+        self.name = name
+        env = {**os.environ, "PYTHONPATH": str(path), "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(home)], cwd=path, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert json.loads(self.proc.stdout.readline())["ready"]
+
+    def ask(self, **req) -> dict:
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(q * (len(ordered) - 1))]
+
+
+def latency(trees: list[Tree], n: int) -> dict:
+    rows = [r.split("\t") for r in QUESTIONS.read_text(encoding="utf-8").splitlines()[1:]]
+    qs = random.Random(13).sample([r[1] for r in rows if r[4] == "1"], n)
+    for t in trees:
+        for q in qs:
+            t.ask(op="search", q=q)
+    ms: dict[str, list[float]] = {t.name: [] for t in trees}
+    load = os.getloadavg()[0]
+    for i, q in enumerate(qs):
+        for t in (trees if i % 2 == 0 else trees[::-1]):
+            ms[t.name].append(t.ask(op="search", q=q)["ms"])
+    return {name: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(pct(v, 0.95), 1),
+                   "mean_ms": round(statistics.fmean(v), 1), "n": len(v)}
+            for name, v in ms.items()} | {"load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def packets(trees: list[Tree], limit: int, budgets: list[int]) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from pilar.eval.metrics import delivered
+    from pilar.eval.questions import load_questions
+
+    questions, _ = load_questions(QUESTIONS, limit)
+    same = {str(b): 0 for b in budgets}
+    diffs = []
+    delivery = {t.name: {str(b): 0 for b in budgets} for t in trees}
+    for q in questions:
+        got = [t.ask(op="packets", q=q.question, budgets=budgets) for t in trees]
+        for b in map(str, budgets):
+            packs = [g["packets"][b] for g in got]
+            hits = [delivered(q.answers, pk["text"]) for pk in packs]
+            for t, h in zip(trees, hits):
+                delivery[t.name][b] += h
+            if all(pk == packs[0] for pk in packs) and all(g["ranked"] == got[0]["ranked"]
+                                                           for g in got):
+                same[b] += 1
+            else:
+                diffs.append({"qid": q.qid, "budget": int(b),
+                              "ranked_same": got[0]["ranked"] == got[1]["ranked"],
+                              "text_same": packs[0]["text"] == packs[1]["text"],
+                              "tokens": [pk["tokens"] for pk in packs],
+                              "delivery": dict(zip((t.name for t in trees), hits))})
+    return {"questions": len(questions), "identical": same, "delivery": delivery,
+            "differences": diffs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tree", action="append", required=True, metavar="NAME=PATH:HOME")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--delivery", type=int, default=300)
+    ap.add_argument("--budgets", default="1024,3072")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    specs = [(s.partition("=")[0], *s.partition("=")[2].split(":")) for s in args.tree]
+    trees = [Tree(name, Path(path).resolve(), Path(home).resolve()) for name, path, home in specs]
+    report: dict = {"trees": {name: f"{path} ({home})" for name, path, home in specs}}
+    t0 = time.perf_counter()
+    try:
+        if args.n:
+            report["latency"] = latency(trees, args.n)
+            print(json.dumps(report["latency"], indent=1), flush=True)
+        if args.delivery:
+            report["packets"] = packets(trees, args.delivery,
+                                        [int(b) for b in args.budgets.split(",")])
+            shown = {k: v for k, v in report["packets"].items() if k != "differences"}
+            print(json.dumps(shown, indent=1))
+            for d in report["packets"]["differences"]:
+                print(json.dumps(d))
+    finally:
+        for t in trees:
+            t.close()
+    report["seconds"] = round(time.perf_counter() - t0)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
