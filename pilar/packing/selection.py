@@ -16,6 +16,7 @@ rows whose *parent* is K2)."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
 from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
-from pilar.retrieval.terms import bm25_of_counts, bm25_scores, term_counts, tokens
+from pilar.retrieval.terms import Postings, bm25_of_postings, bm25_scores, term_counts, tokens
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
 
@@ -37,6 +38,8 @@ KEY_ROWS = 20
 """Rows named by their key cell that join the lexical prefilter (best first)."""
 KEY_TABLES = 4096
 """Tables whose key column a selector remembers (tables are content-addressed)."""
+POSTINGS_PAGES = 1024
+"""Pages whose units' :class:`~pilar.retrieval.terms.Postings` a selector remembers."""
 
 CUE_TOKENS = 256
 """Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
@@ -91,6 +94,8 @@ class UnitSelector:
         self.page_weight = page_weight
         self.cues = cues
         self._key_columns: OrderedDict[tuple, int | None] = OrderedDict()
+        self._runs: OrderedDict[tuple, Postings] = OrderedDict()
+        self._runs_lock = threading.Lock()
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
@@ -111,8 +116,7 @@ class UnitSelector:
             return []
         q = tokens(question)
         plain = [u for _, u in units]
-        lexical, idf = bm25_of_counts(q, [(u.stats.terms, u.stats.length) if u.stats else
-                                          term_counts(u.completed_text) for u in plain])
+        lexical, idf = bm25_of_postings(q, self._postings(plain))
         named = self._key_scores(plain, lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
@@ -133,6 +137,34 @@ class UnitSelector:
         if bridging:
             scored = _by_page_in_turn(scored)
         return self._with_bridging(units, lexical, scored, bridging)
+
+    def _postings(self, units: list[Unit]) -> list[Postings]:
+        """:class:`~pilar.retrieval.terms.Postings` of ``units``, one per run of
+        units of one page, from each unit's stored term counts (its completed
+        text's otherwise); a page's are remembered for :data:`POSTINGS_PAGES`
+        pages (units never change: pages are content-addressed)."""
+        runs: list[list[Unit]] = []
+        for u in units:
+            if runs and runs[-1][0].doc_id == u.doc_id and runs[-1][0].page == u.page:
+                runs[-1].append(u)
+            else:
+                runs.append([u])
+        out = []
+        for members in runs:
+            key = tuple(u.unit_id for u in members)
+            with self._runs_lock:
+                found = self._runs.get(key)
+                if found is not None:
+                    self._runs.move_to_end(key)
+            if found is None:
+                found = Postings([(u.stats.terms, u.stats.length) if u.stats else
+                                  term_counts(u.completed_text) for u in members])
+                with self._runs_lock:
+                    self._runs[key] = found
+                    while len(self._runs) > POSTINGS_PAGES:
+                        self._runs.popitem(last=False)
+            out.append(found)
+        return out
 
     def _with_bridging(self, units: list[tuple[int, Unit]], lexical: np.ndarray,
                        scored: list[ScoredUnit], bridging: frozenset[str]) -> list[ScoredUnit]:

@@ -63,25 +63,72 @@ def bm25_scores(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
 
 def bm25_with_idf(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
                   b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
-    """:func:`bm25_scores` and the IDF of each query term found in ``texts``."""
-    return bm25_of_counts(query, [term_counts(t) for t in texts], k1, b)
-
-
-def bm25_of_counts(query: Sequence[str], counts: Sequence[tuple[dict[str, int], int]],
-                   k1: float = 1.5, b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
-    """BM25Okapi over documents given as their :func:`term_counts`
-    (``(term -> occurrences, length)``, e.g. stored at ingest): scores of
-    shape ``(len(counts),)`` and the IDF of each query term found, the same
-    floats as :func:`bm25_with_idf` on the texts."""
-    n = len(counts)
+    """:func:`bm25_scores` and the IDF of each query term found in ``texts``
+    (the same floats as :func:`bm25_of_postings` on their term counts)."""
+    n = len(texts)
     idf_of: dict[str, float] = {}
     if n == 0:
         return np.zeros(0), idf_of
+    counts = [term_counts(t) for t in texts]
     lengths = np.fromiter((size for _, size in counts), dtype=np.float64, count=n)
     norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
     scores = np.zeros(n)
     for t in dict.fromkeys(query):
         tf = np.fromiter((c.get(t, 0) for c, _ in counts), dtype=np.float64, count=n)
+        df = int(np.count_nonzero(tf))
+        if df:
+            idf = idf_of[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            scores += idf * tf * (k1 + 1) / (tf + norm)
+    return scores, idf_of
+
+
+class Postings:
+    """The term counts of a run of documents (e.g. one page's units) turned
+    around: per term, the positions of the documents holding it and how
+    often; built once, so BM25 over many runs touches only the query's
+    terms (:func:`bm25_of_postings`). ``counts`` are :func:`term_counts`
+    results (``(term -> occurrences, length)``), e.g. stored at ingest."""
+
+    __slots__ = ("lengths", "terms")
+
+    def __init__(self, counts: Sequence[tuple[dict[str, int], int]]):
+        self.lengths = np.fromiter((size for _, size in counts), dtype=np.float64,
+                                   count=len(counts))
+        at: dict[str, tuple[list[int], list[int]]] = {}
+        for i, (c, _) in enumerate(counts):
+            for t, k in c.items():
+                where = at.get(t)
+                if where is None:
+                    where = at[t] = ([], [])
+                where[0].append(i)
+                where[1].append(k)
+        self.terms = {t: (np.array(ix, dtype=np.intp), np.array(ks, dtype=np.float64))
+                      for t, (ix, ks) in at.items()}
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+def bm25_of_postings(query: Sequence[str], runs: Sequence[Postings], k1: float = 1.5,
+                     b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
+    """BM25Okapi (k1, b as :func:`bm25_scores`) of the documents of ``runs``
+    taken in order as one collection: scores of shape ``(total documents,)``
+    and the IDF of each query term found."""
+    n = sum(len(r) for r in runs)
+    idf_of: dict[str, float] = {}
+    if n == 0:
+        return np.zeros(0), idf_of
+    lengths = np.concatenate([r.lengths for r in runs])
+    norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
+    scores = np.zeros(n)
+    for t in dict.fromkeys(query):
+        tf = np.zeros(n)
+        start = 0
+        for r in runs:
+            hit = r.terms.get(t)
+            if hit is not None:
+                tf[hit[0] + start] = hit[1]
+            start += len(r)
         df = int(np.count_nonzero(tf))
         if df:
             idf = idf_of[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
