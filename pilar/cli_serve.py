@@ -20,8 +20,9 @@ def serve(host: Annotated[str, typer.Option(
               metavar="HOST", help="interface to listen on")] = "127.0.0.1",
           port: Annotated[int, typer.Option(min=0, max=65535, metavar="PORT",
                                             help="TCP port (0 = any free port)")] = 8000,
-          workers: Annotated[int, typer.Option(
-              min=1, metavar="N", help="server processes")] = 1,
+          workers: Annotated[int | None, typer.Option(
+              min=1, metavar="N",
+              help="server processes (default PILAR_API_WORKERS: one per usable core)")] = None,
           home: HomeOpt = None) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the MCP endpoint (/mcp) with uvicorn.
 
@@ -37,25 +38,27 @@ def serve(host: Annotated[str, typer.Option(
         os.environ["PILAR_HOME"] = str(home)
     _check_listen(host, port)
     with reported():
-        allowed = Settings().api_allowed_hosts
-    if not allowed.strip():  # for this process and the workers it starts
+        settings = Settings()
+    if not settings.api_allowed_hosts.strip():  # for this process and the workers it starts
         os.environ["PILAR_API_ALLOWED_HOSTS"] = served_hosts(host)
     server_logging()
-    if workers == 1:
-        from pilar.api import create_app
+    workers = workers or settings.api_workers or usable_cores()
+    from pilar.api import create_app
 
-        p = _pilar(None)
-        try:
-            application = create_app(p)
-        except PilarError as exc:
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
+    p = _pilar(None)
+    try:  # the settings' and stores' errors, here once rather than in every server process
+        application = create_app(p)
+    except PilarError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if workers == 1:
         uvicorn.run(application, host=host, port=port, log_level="info")
     else:  # each process builds its own app from the environment; one ingest worker for all
         from pilar.api.ingest_service import start_worker, stop_worker
 
-        with reported():
-            settings = Settings()
+        p.close()
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")  # one core per search thread, no BLAS pools
         worker = start_worker(settings.home) if settings.api_ingest_worker else None
         os.environ["PILAR_API_INGEST_WORKER"] = "false"
         try:
@@ -86,6 +89,15 @@ def worker(parent: Annotated[int | None, typer.Option(
     server_logging()
     with reported():
         run_worker(parent)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the CPU count
+    where that cannot be read), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _check_listen(host: str, port: int) -> None:

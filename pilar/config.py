@@ -293,6 +293,12 @@ class Settings(BaseSettings):
     upload_dir: Path | None = Field(
         None, description="where uploaded files are kept (default home/uploads): a folder every "
         "server and ingest worker of the same stores mounts at the same path")
+    api_workers: int = Field(
+        0, ge=0, description="server processes of `pilar serve` (each loads the model and "
+        "answers on its own); 0 = one per usable core")
+    api_threads: int = Field(
+        2, ge=1, description="blocking requests (searches, answers) one server process runs "
+        "at once; the others wait their turn instead of contending for its cores")
     api_ingest_worker: bool = Field(
         True, description="pilar serve starts its ingest worker (pilar worker) beside the API; "
         "false: jobs wait for a `pilar worker` run elsewhere on the same home and stores")

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import threading
 
+import anyio
 from fastapi import FastAPI
 from starlette.routing import Route
 
@@ -139,6 +140,8 @@ def create_app(pilar: Pilar) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        # blocking routes run on anyio's thread pool: at most api_threads at once per process
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.api_threads
         store = JobStore(settings.home / "jobs.sqlite", settings.job_lease_seconds)
         failed = store.fail_orphans("eval", ("queued", "running", "cancelling"))
         if failed:

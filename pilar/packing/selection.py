@@ -38,8 +38,8 @@ KEY_ROWS = 20
 """Rows named by their key cell that join the lexical prefilter (best first)."""
 KEY_TABLES = 4096
 """Tables whose key column a selector remembers (tables are content-addressed)."""
-POSTINGS_PAGES = 1024
-"""Pages whose units' :class:`~pilar.retrieval.terms.Postings` a selector remembers."""
+FACT_PAGES = 1024
+"""Pages whose :class:`PageFacts` a selector remembers."""
 
 CUE_TOKENS = 256
 """Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
@@ -54,6 +54,25 @@ class ScoredUnit:
     lexical: float
     score: float
     page_rank: int  # rank of its anchor page (0 = best)
+
+
+@dataclass(slots=True, frozen=True)
+class PageFacts:
+    """What selection reads of one page's units on every search, made once:
+    the :class:`~pilar.retrieval.terms.Postings` of their stored term counts
+    (their completed texts' when not stored) and the first unit of each
+    unit's vector run (:func:`~pilar.retrieval.embeddings.group_leaders`;
+    runs never cross pages)."""
+
+    postings: Postings
+    leaders: dict[str, str]
+
+    @classmethod
+    def of(cls, units: list[Unit]) -> "PageFacts":
+        """The facts of ``units``: all units of one page, in document order."""
+        return cls(Postings([(u.stats.terms, u.stats.length) if u.stats else
+                             term_counts(u.completed_text) for u in units]),
+                   group_leaders(units))
 
 
 def _table_of(u: Unit) -> tuple | None:
@@ -94,8 +113,8 @@ class UnitSelector:
         self.page_weight = page_weight
         self.cues = cues
         self._key_columns: OrderedDict[tuple, int | None] = OrderedDict()
-        self._runs: OrderedDict[tuple, Postings] = OrderedDict()
-        self._runs_lock = threading.Lock()
+        self._facts: OrderedDict[tuple, PageFacts] = OrderedDict()
+        self._facts_lock = threading.Lock()
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
@@ -116,7 +135,7 @@ class UnitSelector:
             return []
         q = tokens(question)
         plain = [u for _, u in units]
-        lexical, idf = bm25_of_postings(q, self._postings(plain))
+        lexical, idf = bm25_of_postings(q, [f.postings for f in self._page_facts(plain)])
         named = self._key_scores(plain, lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
@@ -138,11 +157,11 @@ class UnitSelector:
             scored = _by_page_in_turn(scored)
         return self._with_bridging(units, lexical, scored, bridging)
 
-    def _postings(self, units: list[Unit]) -> list[Postings]:
-        """:class:`~pilar.retrieval.terms.Postings` of ``units``, one per run of
-        units of one page, from each unit's stored term counts (its completed
-        text's otherwise); a page's are remembered for :data:`POSTINGS_PAGES`
-        pages (units never change: pages are content-addressed)."""
+    def _page_facts(self, units: list[Unit]) -> list[PageFacts]:
+        """The :class:`PageFacts` of ``units`` (anchor pages' units, page
+        after page), one per run of units of one page; a page's are
+        remembered for :data:`FACT_PAGES` pages (pages are content-addressed,
+        so their units never change)."""
         runs: list[list[Unit]] = []
         for u in units:
             if runs and runs[-1][0].doc_id == u.doc_id and runs[-1][0].page == u.page:
@@ -152,17 +171,16 @@ class UnitSelector:
         out = []
         for members in runs:
             key = tuple(u.unit_id for u in members)
-            with self._runs_lock:
-                found = self._runs.get(key)
+            with self._facts_lock:
+                found = self._facts.get(key)
                 if found is not None:
-                    self._runs.move_to_end(key)
+                    self._facts.move_to_end(key)
             if found is None:
-                found = Postings([(u.stats.terms, u.stats.length) if u.stats else
-                                  term_counts(u.completed_text) for u in members])
-                with self._runs_lock:
-                    self._runs[key] = found
-                    while len(self._runs) > POSTINGS_PAGES:
-                        self._runs.popitem(last=False)
+                found = PageFacts.of(members)
+                with self._facts_lock:
+                    self._facts[key] = found
+                    while len(self._facts) > FACT_PAGES:
+                        self._facts.popitem(last=False)
             out.append(found)
         return out
 
@@ -258,7 +276,9 @@ class UnitSelector:
             pairs = [(question, u.completed_text) for u in units]
             return np.asarray(self.cross_encoder.predict(pairs, show_progress_bar=False))
         query = self.embedder.query(question)
-        lead = group_leaders(page_units)
+        lead: dict[str, str] = {}
+        for facts in self._page_facts(page_units):
+            lead.update(facts.leaders)
         ids = [u.unit_id for u in units]
         found = self.unit_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
         vectors = {i: found[i] if i in found else found.get(lead.get(i, i)) for i in ids}

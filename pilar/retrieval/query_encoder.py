@@ -243,7 +243,9 @@ class OnnxQueryEncoder:
         A batch is padded to its longest text (the padding is masked out)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        encs = self._tok.encode_batch(list(texts))
+        # one question (a search) is encoded without the batch call's thread pool
+        encs = [self._tok.encode(texts[0])] if len(texts) == 1 else \
+            self._tok.encode_batch(list(texts))
         width = max(len(e.ids) for e in encs)
         ids = np.zeros((len(encs), width), dtype=np.int64)
         mask = np.zeros_like(ids)
