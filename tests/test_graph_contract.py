@@ -9,7 +9,7 @@ import hashlib
 
 from pilar.graph.linking import in_collection
 from pilar.ingest import document_id, parse
-from pilar.model import Assertion, Entity, SameAs
+from pilar.model import Assertion, Entity, SameAs, UnitStats
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -188,6 +188,36 @@ def test_supports_units_and_sections_of_several_pages_in_one_read(graph_store):
     assert sections[pa] == {("204-541",), ("204-541", "References"), ("204-541", "See also")}
     assert sections["0000000000000000:1"] == set()
     assert graph_store.supports_on_pages([]) == {} and graph_store.units_on_pages([]) == {}
+
+
+def test_page_material_is_supports_and_units_in_one_read(graph_store):
+    a = parse(CORPUS / "204-541.html")
+    b = parse(CORPUS / "204-268.html")
+    graph_store.write_document(a)
+    graph_store.write_document(b)
+    pa, pb = a.pages[0].page_id, b.pages[0].page_id
+    ids = [pb, "0000000000000000:1", pa]
+    material = graph_store.page_material(ids)
+    assert list(material) == ids and material["0000000000000000:1"] == ([], [])
+    assert material[pa] == (a.supports, a.units) and material[pb] == (b.supports, b.units)
+    assert [u.stats for u in material[pa][1]] == [None] * len(a.units)  # none written
+    assert graph_store.page_material([]) == {}
+
+
+def test_unit_statistics_are_stored_and_read_back(graph_store):
+    a = parse(CORPUS / "204-541.html")
+    row = next(u for u in a.units if u.kind == "row")
+    row.stats = UnitStats({"ratan": 2, "planet": 1}, 3, 17, "tok-a")  # written with the unit
+    graph_store.write_document(a)
+    pid = a.pages[0].page_id
+    first = a.units[0]
+    graph_store.set_unit_stats({first.unit_id: UnitStats({"kanpur": 1}, 1, 5, "tok-b"),
+                                "no-such-unit": UnitStats({}, 0, 0, "tok-b")})
+    units = {u.unit_id: u for u in graph_store.page_material([pid])[pid][1]}
+    assert units[row.unit_id].stats == UnitStats({"ratan": 2, "planet": 1}, 3, 17, "tok-a")
+    assert units[first.unit_id].stats == UnitStats({"kanpur": 1}, 1, 5, "tok-b")
+    assert units[a.units[2].unit_id].stats is None
+    assert graph_store.units_on_pages([pid])[pid][0].stats == units[first.unit_id].stats
 
 
 def test_expansion_pages_reach_pages_by_kind_in_one_read(graph_store):

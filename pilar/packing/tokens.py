@@ -121,14 +121,14 @@ _WHITESPACE_SPLITS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
 
 
 def _splits_at_whitespace(tokenizer) -> bool:
-    """Whether ``tokenizer`` (a Hugging Face fast tokenizer, or an object
-    holding a ``tokenizers.Tokenizer`` as ``backend_tokenizer``) splits text
+    """Whether ``tokenizer`` (a ``tokenizers.Tokenizer``, or a Hugging Face
+    fast tokenizer holding one as ``backend_tokenizer``) splits text
     at whitespace before its model sees it, after only character-wise
     normalisers: then the tokens of lines joined with a newline are the
     tokens of each line. False when that cannot be read (counted whole)."""
     import json
 
-    backend = getattr(tokenizer, "backend_tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
     try:
         spec = json.loads(backend.to_str())
     except Exception:  # noqa: BLE001 - a slow or unknown tokenizer: count whole texts
