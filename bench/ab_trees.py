@@ -3,7 +3,7 @@ warm) and the packets of the delivery questions, question by question.
 
     python bench/ab_trees.py --tree A=/work/main:HOME_A --tree B=.:HOME_B
                              [--n 200] [--delivery 300] [--budgets 1024,3072]
-                             [--json OUT]
+                             [--neo4j-uri URI] [--json OUT]
 
 Each tree runs in its own worker process (``PYTHONPATH`` = the tree) on its
 own copy of a store (a tree may migrate the store it opens, so give each its
@@ -38,8 +38,10 @@ WORKER = r"""
 import json, sys, time
 from pathlib import Path
 from pilar import Pilar
+from pilar.config import Settings
 from pilar.model import to_jsonable
-p = Pilar(home=sys.argv[1], create=False)
+settings = Settings(graph="neo4j", neo4j_uri=sys.argv[2]) if len(sys.argv) > 2 else None
+p = Pilar(home=sys.argv[1], settings=settings, create=False)
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
@@ -63,11 +65,12 @@ for line in sys.stdin:
 class Tree:
     """One tree's worker process: ``ask(request) -> reply`` over JSON lines."""
 
-    def __init__(self, name: str, path: Path, home: Path):
+    def __init__(self, name: str, path: Path, home: Path, neo4j_uri: str | None = None):
         self.name = name
         env = {**os.environ, "PYTHONPATH": str(path), "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(home)], cwd=path, env=env,
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(home),
+                                      *([neo4j_uri] if neo4j_uri else [])], cwd=path, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert json.loads(self.proc.stdout.readline())["ready"]
 
@@ -84,6 +87,31 @@ class Tree:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[int(q * (len(ordered) - 1))]
+
+
+def fill_neo4j(home: Path, uri: str) -> int:
+    """Write the graph of every document of the embedded store in ``home`` to
+    the Neo4j at ``uri`` (parsed again, as bench/query_latency.py does;
+    documents already there are skipped); returns how many were written."""
+    sys.path.insert(0, str(ROOT))
+    from pilar import Pilar
+    from pilar.config import Settings
+    from pilar.graph.linking import link_across
+    from pilar.ingest import parse
+
+    embedded = Pilar(home=home, create=False)
+    neo = Pilar(home=home, settings=Settings(graph="neo4j", neo4j_uri=uri))
+    stored = {d.doc_id for d in neo.graph.documents()}
+    written = 0
+    for doc in embedded.docs():
+        if doc.doc_id not in stored:
+            parsed = parse(Path(doc.uri), settings=neo.settings)
+            parsed.same_as = link_across(parsed, neo.graph, neo.settings)
+            neo.graph.write_document(parsed)
+            written += 1
+    neo.close()
+    embedded.close()
+    return written
 
 
 def latency(trees: list[Tree], n: int) -> dict:
@@ -137,11 +165,16 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--delivery", type=int, default=300)
     ap.add_argument("--budgets", default="1024,3072")
+    ap.add_argument("--neo4j-uri", help="the graph on this Neo4j (one for both trees, "
+                    "filled from the first tree's store), the page index embedded")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     specs = [(s.partition("=")[0], *s.partition("=")[2].split(":")) for s in args.tree]
-    trees = [Tree(name, Path(path).resolve(), Path(home).resolve()) for name, path, home in specs]
     report: dict = {"trees": {name: f"{path} ({home})" for name, path, home in specs}}
+    if args.neo4j_uri:
+        report["neo4j_filled"] = fill_neo4j(Path(specs[0][2]).resolve(), args.neo4j_uri)
+    trees = [Tree(name, Path(path).resolve(), Path(home).resolve(), args.neo4j_uri)
+             for name, path, home in specs]
     t0 = time.perf_counter()
     try:
         if args.n:

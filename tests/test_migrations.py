@@ -1,12 +1,15 @@
 """Stores written before collections had documents and entities of their own
 keep working without a re-ingest: the graph migrations give every collection
 its own copy of the entities its documents used (SQLite migration 9, Neo4j
-migration 6), on a real SQLite file and the real Neo4j of tests/servers."""
+migration 6), on a real SQLite file and the real Neo4j of tests/servers; a
+store written before units kept their packing statistics (SQLite migration
+10) gets them on its first search."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.conftest import FIXTURES
 from tests.test_graph_contract import _linked_pair
 
 
@@ -51,16 +54,42 @@ def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monke
     from pilar.stores import SqliteDatabase
 
     files = migration_files("sqlite", ".sql")
-    assert files[-1][0] == 9
-    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:-1])
+    assert [v for v, _ in files][8:] == [9, 10]
+    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:8])
     old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     a, b = _legacy(old)
     old.close()
     monkeypatch.undo()
     store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
-    assert store.db.schema_version == 9 and store.migrate() == []
+    assert store.db.schema_version == 10 and store.migrate() == []
     _check_split(store, a, b)
     store.close()
+
+
+def test_sqlite_store_before_unit_statistics_gets_them_on_first_search(tmp_path, monkeypatch):
+    import pilar.stores
+    from pilar import Pilar
+    from pilar.migrations import migration_files
+
+    files = migration_files("sqlite", ".sql")
+    assert files[9][0] == 10 and files[9][1].name == "0010_unit_statistics.sql"
+    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:9])
+    old = Pilar(home=tmp_path)
+    old.writer.unit_stats = lambda units: None  # as a version without them wrote
+    (r,) = old.ingest([FIXTURES / "corpus" / "204-541.html"])
+    assert r.status == "ingested" and old.graph.db.schema_version == 9
+    old.close()
+    monkeypatch.undo()
+    p = Pilar(home=tmp_path)
+    assert p.graph.db.schema_version == 10
+    pid = f"{r.doc_id}:1"
+    assert [u.stats for u in p.graph.units_on_pages([pid])[pid]] == [None] * r.n_units
+    hit = p.search("what is the tallest building in kanpur?", budget=1024)
+    assert hit.pages[0].page_id == pid
+    units = p.graph.units_on_pages([pid])[pid]
+    assert len(units) == r.n_units == 9
+    assert all(u.stats is not None and u.stats.tokenizer == p.tokens.name for u in units)
+    p.close()
 
 
 @pytest.mark.neo4j

@@ -45,6 +45,12 @@ def _support(r, paths: dict[str, tuple[str, ...]]) -> Support:
                    provenance=prov)
 
 
+def _stats_rows(stats: dict[str, UnitStats]) -> list[tuple]:
+    """Parameters of ``sql.SET_UNIT_STATS`` for ``{unit_id: UnitStats}``."""
+    return [(uid, json.dumps(st.terms, ensure_ascii=False), st.length, st.tokens, st.tokenizer)
+            for uid, st in stats.items()]
+
+
 def _unit(r) -> Unit:
     """A Unit (with its statistics when stored) from a row of ``sql.UNITS_ON_PAGES``."""
     return Unit(unit_id=r[1], doc_id=r[2], page=r[3], kind=r[4], text=r[5],
@@ -162,9 +168,7 @@ class SqliteGraphStore:
         unknown ids are ignored), in one transaction. Raises
         ``sqlite3.Error`` if the write fails."""
         with self.db.transaction() as c:
-            c.executemany(sql.SET_UNIT_STATS, [
-                (uid, json.dumps(st.terms, ensure_ascii=False), st.length, st.tokens,
-                 st.tokenizer) for uid, st in stats.items()])
+            c.executemany(sql.SET_UNIT_STATS, _stats_rows(stats))
 
     def stats(self) -> dict[str, int]:
         """Counts of every layer and edge type, the same keys as
@@ -229,15 +233,14 @@ class SqliteGraphStore:
             )
             c.executemany(
                 "INSERT INTO units (unit_id, doc_id, page, kind, text, completed_text, support_id,"
-                " context, table_index, row_index, headers, cells, term_counts, term_length,"
-                " line_tokens, line_tokenizer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " context, table_index, row_index, headers, cells) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(u.unit_id, u.doc_id, u.page, u.kind, u.text, u.completed_text, u.support_id,
-                  _j(u.context), u.table_index, u.row_index, _j(u.headers), _j(u.cells),
-                  *((None,) * 4 if u.stats is None else
-                    (json.dumps(u.stats.terms, ensure_ascii=False), u.stats.length,
-                     u.stats.tokens, u.stats.tokenizer)))
+                  _j(u.context), u.table_index, u.row_index, _j(u.headers), _j(u.cells))
                  for u in parsed.units],
             )
+            stats = _stats_rows({u.unit_id: u.stats for u in parsed.units if u.stats})
+            if stats:  # none: also a store at a schema version before these columns
+                c.executemany(sql.SET_UNIT_STATS, stats)
             self._write_entities(c, parsed)
         return doc
 
