@@ -194,7 +194,9 @@ def main() -> None:
     p = Pilar(home=home)
     n_pages = p.stats()["pages"]
     # no rate limit: this bench sends one key's searches as fast as the server answers
-    server = ApiServer(home, {"PILAR_API_KEYS": KEY, "PILAR_API_RATE_LIMIT": ""}).start()
+    # the server as deployed: its default processes (one per core) and threads
+    server = ApiServer(home, {"PILAR_API_KEYS": KEY, "PILAR_API_RATE_LIMIT": ""},
+                       workers=None).start()
     try:
         base, one = side_by_side(p, server.url, qs[:5])  # warm-up, both sides
         base, one = side_by_side(p, server.url, qs[5:])

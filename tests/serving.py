@@ -23,13 +23,15 @@ def free_port() -> int:
 
 class ApiServer:
     """``pilar serve`` in a child process with ``env`` added to the
-    environment, listening on ``host`` (a loopback address); :meth:`start`
-    waits for ``/healthz``."""
+    environment, listening on ``host`` (a loopback address), as ``workers``
+    server processes (default 1: one process a test can kill whole; None:
+    the server's default, one per core); :meth:`start` waits for ``/healthz``."""
 
     def __init__(self, home: Path, env: dict[str, str] | None = None, log: Path | None = None,
-                 host: str = "127.0.0.1"):
+                 host: str = "127.0.0.1", workers: int | None = 1):
         self.home = Path(home)
         self.host = host
+        self.workers = workers
         self.port = free_port()
         self.url = f"http://{host}:{self.port}"
         self.env = {**os.environ, "PILAR_HOME": str(self.home), "PYTHONPATH": str(ROOT),
@@ -41,7 +43,8 @@ class ApiServer:
         self.home.mkdir(parents=True, exist_ok=True)
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pilar", "serve", "--host", self.host, "--port", str(self.port)],
+            [sys.executable, "-m", "pilar", "serve", "--host", self.host, "--port", str(self.port),
+             *(["--workers", str(self.workers)] if self.workers else [])],
             env=self.env,
             stdout=out, stderr=subprocess.STDOUT, cwd=self.home)
         deadline = time.monotonic() + timeout
