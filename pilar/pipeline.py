@@ -449,8 +449,9 @@ class Pilar:
     def _page_material(self, page_ids: list[str]) -> dict[str, tuple[list[Support], list[Unit]]]:
         """``{page_id: (supports, units)}`` in document order, from an LRU of
         :data:`PAGE_CACHE` pages (the rest read in one query, units with their
-        ingest-time statistics, filled now when missing): units are query-independent and may be
-        cached per page (Tessera §3.2), and pages are content-addressed (a
+        ingest-time statistics, filled now when missing,
+        :func:`~pilar.packing.statistics.refresh_stats`): units are
+        query-independent and may be cached per page (Tessera §3.2), and pages are content-addressed (a
         doc_id derives from the SHA-256 of the bytes and the collection), so a cached page stays valid.
         Ingesting or deleting through this object empties the cache. Safe
         under threads (the store reads run outside the cache's lock)."""

@@ -20,6 +20,7 @@ from pilar.packing.tokens import TokenCounter
 from pilar.retrieval.terms import term_counts
 
 log = logging.getLogger(__name__)
+_warned = False  # a failed write of statistics was logged
 
 
 def unit_line(u: Unit) -> str:
@@ -68,11 +69,15 @@ def refresh_stats(units: list[Unit], counter: TokenCounter,
     """Fill the statistics of the :func:`stale` units of ``units`` (read from a
     store) and hand them to ``store`` (:meth:`pilar.graph.GraphStore.set_unit_stats`)
     so later reads find them; returns how many were filled. A failed write
-    is logged and the filled statistics are used all the same."""
+    is logged (once per process) and the filled statistics are used all the same."""
     filled = fill_stats(stale(units, counter), counter)
     if filled:
         try:
             store(filled)
         except Exception as exc:  # noqa: BLE001 - a read-only or busy store: use them unstored
-            log.warning("unit statistics of %d units not stored: %s", len(filled), exc)
+            global _warned
+            if not _warned:  # once per process: a read-only store would say it every search
+                _warned = True
+                log.warning("unit statistics of %d units not stored (they are computed on each "
+                            "first read instead): %s", len(filled), exc)
     return len(filled)
