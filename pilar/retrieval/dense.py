@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -249,12 +250,18 @@ class AnnDense:
                         f"(SELECT value FROM json_each(?)){clause}",
                         (json.dumps(list(hits)), *params)))
                     if len(pages) >= n or k >= len(index):
-                        # the chunks the compact copies cannot tell from each page's best hit
+                        # the chunks the compact copies cannot tell from each page's best
+                        # hit, of the pages whose best hit the compact copies cannot tell
+                        # from the n-th page's (no other can be among the n best)
+                        margin = _MARGIN[self.dtype]
+                        bests = {rowid: max(sim for _, sim in hits[rowid]) for rowid in pages}
+                        floor = sorted(bests.values(), reverse=True)[n - 1] - 2 * margin \
+                            if len(bests) > n else -math.inf
                         wanted = []
-                        for rowid in pages:
-                            best = max(sim for _, sim in hits[rowid])
-                            wanted += [(rowid, chunk) for chunk, sim in hits[rowid]
-                                       if sim >= best - _MARGIN[self.dtype]]
+                        for rowid, best in bests.items():
+                            if best >= floor:
+                                wanted += [(rowid, chunk) for chunk, sim in hits[rowid]
+                                           if sim >= best - margin]
                         scored = _read_exact(c, q, wanted, pages)
                         break
                 k *= 4
