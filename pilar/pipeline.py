@@ -28,7 +28,7 @@ from pilar.ingest_run import FilePageProgress, IngestRun, Progress
 from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
                          Neighborhood, Packet, Page, RankedPage, Scope, SearchResult, Support,
                          Unit, check_collection)
-from pilar.packing.packet import PageEvidence, assemble, tables_of
+from pilar.packing.packet import PageEvidence, assemble
 from pilar.packing.selection import UnitSelector
 from pilar.packing.statistics import fill_stats, refresh_stats
 from pilar.packing.tokens import TokenCounter
@@ -438,7 +438,7 @@ class Pilar:
             anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
             selected = self.selector.select(question, anchors, [p.score for p in pages], budget,
                                             frozenset(s for p in pages for s in p.bridging))
-            tables = tables_of(u for _, u in anchors)
+            tables = self.selector.tables([u for _, u in anchors])
         s = self.settings
         return assemble(question, pages, evidence, selected, self.tokens, budget,
                         base_share=s.base_share, max_expanded=s.max_expanded_pages,

@@ -15,7 +15,8 @@ from pilar import Pilar
 from pilar.config import Settings
 from pilar.errors import EmptyStoreError
 from pilar.model import Unit
-from pilar.packing.packet import PageEvidence, block_order, page_excerpt, tables_of, unit_block
+from pilar.packing.packet import PageEvidence, block_order, page_excerpt, unit_block
+from pilar.packing.statistics import tables_of
 from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
 from pilar.retrieval.terms import tokens
 from pilar.retrieval.embeddings import (GROUP_WORDS, UNIT_TOKENS, group_leaders, group_text,

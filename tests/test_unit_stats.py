@@ -2,7 +2,8 @@
 33) on real pages: stored at ingest with the configured tokenizer's counts,
 filled on first read for a store written without them, and packets the same
 either way; BM25 from stored term counts gives the floats of BM25 over the
-texts; a packet's total counted line by line equals its count as a whole."""
+texts, and tables from per-page facts those of the units; a packet's total
+counted line by line equals its count as a whole."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from pilar import Pilar
-from pilar.packing.statistics import unit_line
+from pilar.packing.statistics import tables_of, unit_line
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval.terms import Postings, bm25_of_postings, bm25_with_idf, term_counts, tokens
 from tests.conftest import FIXTURES
@@ -81,6 +82,10 @@ def test_bm25_from_postings_is_bm25_over_the_texts(ingested: Pilar):
         assert got.shape == (len(texts),)
         assert np.array_equal(got, want) and got_idf == want_idf
     assert bm25_of_postings(["x"], [])[0].shape == (0,)
+    plain = [u for us in by_page.values() for u in us]
+    tables = ingested.selector.tables(plain)
+    assert tables == tables_of(plain) and list(tables) == list(tables_of(plain))
+    assert sum(map(len, tables.values())) == sum(u.kind == "row" for u in plain) > 20
 
 
 def test_a_packet_counted_by_line_is_counted_as_a_whole(ingested: Pilar):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pilar.config import Settings
 from pilar.model import Citation, Packet, PacketItem, RankedPage, Support, Unit
 from pilar.packing.selection import ScoredUnit, bm25_scores, tokens
-from pilar.packing.statistics import line_tokens, unit_line
+from pilar.packing.statistics import TableKey, line_tokens, table_key, unit_line
 from pilar.packing.tokens import TokenCounter
 
 
@@ -34,10 +34,6 @@ MAX_EXCERPT_LINES = 64
 _DEFAULT = {name: f.default for name, f in Settings.model_fields.items()}
 """The packing settings' defaults (:class:`~pilar.config.Settings`), the one
 place they are written; :func:`assemble` and :func:`block_order` default to them."""
-
-TableKey = tuple[str, int, int]
-"""A table of a page: (doc_id, page number, table index)."""
-
 
 @dataclass(slots=True)
 class PageEvidence:
@@ -126,7 +122,8 @@ def page_excerpt(question: str, ev: PageEvidence, counter: TokenCounter, limit: 
 
 
 def _support_table(s: Support, page: RankedPage) -> TableKey | None:
-    """The table a row support belongs to (the key of :func:`tables_of`)."""
+    """The table a row support belongs to (the key of
+    :func:`~pilar.packing.statistics.tables_of`)."""
     t = s.provenance.table_index if s.kind == "row" and s.provenance else None
     return (page.doc_id, page.number, t) if t is not None else None
 
@@ -151,20 +148,6 @@ def _shown_headers(u: Unit) -> tuple[str, ...]:
             h == u.cells[0].replace("\n", " / ").rstrip(" :") for h in u.headers[1:]):
         return ()  # key-value row: ("", key, key...)
     return tuple(h or "-" for h in u.headers)
-
-
-def table_key(u: Unit) -> TableKey | None:
-    """The table a row unit belongs to; None for other units."""
-    return (u.doc_id, u.page, u.table_index) if u.kind == "row" and u.table_index is not None else None
-
-
-def tables_of(units: Iterable[Unit]) -> dict[TableKey, list[Unit]]:
-    """The row units of ``units`` (document order) grouped by their table."""
-    tables: dict[TableKey, list[Unit]] = {}
-    for u in units:
-        if (key := table_key(u)) is not None:
-            tables.setdefault(key, []).append(u)
-    return tables
 
 
 def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],

@@ -25,8 +25,9 @@ import numpy as np
 from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
-from pilar.retrieval.embeddings import UNIT_TOKENS, group_leaders
-from pilar.retrieval.terms import Postings, bm25_of_postings, bm25_scores, term_counts, tokens
+from pilar.packing.statistics import PageFacts, TableKey
+from pilar.retrieval.embeddings import UNIT_TOKENS
+from pilar.retrieval.terms import bm25_of_postings, bm25_scores, tokens
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
 
@@ -54,25 +55,6 @@ class ScoredUnit:
     lexical: float
     score: float
     page_rank: int  # rank of its anchor page (0 = best)
-
-
-@dataclass(slots=True, frozen=True)
-class PageFacts:
-    """What selection reads of one page's units on every search, made once:
-    the :class:`~pilar.retrieval.terms.Postings` of their stored term counts
-    (their completed texts' when not stored) and the first unit of each
-    unit's vector run (:func:`~pilar.retrieval.embeddings.group_leaders`;
-    runs never cross pages)."""
-
-    postings: Postings
-    leaders: dict[str, str]
-
-    @classmethod
-    def of(cls, units: list[Unit]) -> "PageFacts":
-        """The facts of ``units``: all units of one page, in document order."""
-        return cls(Postings([(u.stats.terms, u.stats.length) if u.stats else
-                             term_counts(u.completed_text) for u in units]),
-                   group_leaders(units))
 
 
 def _table_of(u: Unit) -> tuple | None:
@@ -156,6 +138,16 @@ class UnitSelector:
         if bridging:
             scored = _by_page_in_turn(scored)
         return self._with_bridging(units, lexical, scored, bridging)
+
+    def tables(self, units: list[Unit]) -> dict[TableKey, list[Unit]]:
+        """The row units of ``units`` (the anchor pages' units, page after
+        page) by table, as :func:`~pilar.packing.statistics.tables_of` gives
+        them, from each page's remembered :class:`PageFacts` (lists shared
+        between searches: read them, never change them)."""
+        out: dict[TableKey, list[Unit]] = {}
+        for facts in self._page_facts(units):
+            out.update(facts.tables)
+        return out
 
     def _page_facts(self, units: list[Unit]) -> list[PageFacts]:
         """The :class:`PageFacts` of ``units`` (anchor pages' units, page

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from pilar.model import Unit, UnitStats
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.terms import term_counts
+from pilar.retrieval.embeddings import group_leaders
+from pilar.retrieval.terms import Postings, term_counts
 
 log = logging.getLogger(__name__)
+
+TableKey = tuple[str, int, int]
+"""A table of a page: (doc_id, page number, table index)."""
 _warned = False  # a failed write of statistics was logged
 
 
@@ -81,3 +86,40 @@ def refresh_stats(units: list[Unit], counter: TokenCounter,
                 log.warning("unit statistics of %d units not stored (they are computed on each "
                             "first read instead): %s", len(filled), exc)
     return len(filled)
+
+
+def table_key(u: Unit) -> TableKey | None:
+    """The table a row unit belongs to; None for other units."""
+    return (u.doc_id, u.page, u.table_index) if u.kind == "row" and u.table_index is not None \
+        else None
+
+
+def tables_of(units: Iterable[Unit]) -> dict[TableKey, list[Unit]]:
+    """The row units of ``units`` (document order) grouped by their table."""
+    tables: dict[TableKey, list[Unit]] = {}
+    for u in units:
+        if (key := table_key(u)) is not None:
+            tables.setdefault(key, []).append(u)
+    return tables
+
+
+@dataclass(slots=True, frozen=True)
+class PageFacts:
+    """What selection and packing read of one page's units on every search,
+    made once per page: the :class:`~pilar.retrieval.terms.Postings` of
+    their term counts (stored, else counted from the completed texts), the
+    first unit of each unit's vector run
+    (:func:`~pilar.retrieval.embeddings.group_leaders`; runs never cross
+    pages) and the page's tables (:func:`tables_of`; a table never crosses
+    pages either). Shared between searches: read, never change."""
+
+    postings: Postings
+    leaders: dict[str, str]
+    tables: dict[TableKey, list[Unit]]
+
+    @classmethod
+    def of(cls, units: list[Unit]) -> "PageFacts":
+        """The facts of ``units``: all units of one page, in document order."""
+        return cls(Postings([(u.stats.terms, u.stats.length) if u.stats else
+                             term_counts(u.completed_text) for u in units]),
+                   group_leaders(units), tables_of(units))
