@@ -3,7 +3,8 @@ warm) and the packets of the delivery questions, question by question.
 
     python bench/ab_trees.py --tree A=/work/main:HOME_A --tree B=.:HOME_B
                              [--n 200] [--delivery 300] [--budgets 1024,3072]
-                             [--neo4j-uri URI] [--json OUT]
+                             [--neo4j-uri URI] [--api-clients 20 --api-n 100
+                             --api-rounds 4] [--json OUT]
 
 Each tree runs in its own worker process (``PYTHONPATH`` = the tree) on its
 own copy of a store (a tree may migrate the store it opens, so give each its
@@ -16,6 +17,9 @@ sample, those whose gold page the store holds), ranked as that bench ranks
 them, packed at each budget in both trees; a packet is the same when its
 text, token count and citations are byte-identical. Every difference is
 listed with each side's delivery (every gold answer in the packet text).
+With ``--api-clients`` each tree also serves its store (``pilar serve`` as
+that tree deploys it) and the servers take turns under that many clients
+(:func:`api_load`).
 """
 
 from __future__ import annotations
@@ -159,6 +163,61 @@ def packets(trees: list[Tree], limit: int, budgets: list[int]) -> dict:
             "differences": diffs}
 
 
+def api_load(specs: list[tuple[str, str, str]], clients: int, n: int, rounds: int) -> dict:
+    """``POST /v1/search`` at ``clients`` concurrent clients against one
+    ``pilar serve`` per tree (each as that tree serves by default), ``n``
+    searches per round (budget 4,500, k 10, bench/api_load.py's questions),
+    the trees taking turns for ``rounds`` rounds after a warm-up round each
+    (the idle server costs nothing meanwhile): searches/s, p50, p95 over all
+    rounds, errors."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from api_load import KEY, questions, run_clients  # noqa: E402
+    from tests.serving import free_port  # noqa: E402
+
+    import httpx
+
+    qs = questions(n)
+    servers = {}
+    try:
+        for name, path, home in specs:
+            port = free_port()
+            env = {**os.environ, "PYTHONPATH": str(Path(path).resolve()), "HF_HUB_OFFLINE": "1",
+                   "TRANSFORMERS_OFFLINE": "1", "PILAR_HOME": str(Path(home).resolve()),
+                   "PILAR_API_KEYS": KEY, "PILAR_API_RATE_LIMIT": ""}
+            log = open(Path(home) / "ab-server.log", "ab")
+            proc = subprocess.Popen([sys.executable, "-m", "pilar", "serve", "--port", str(port)],
+                                    env=env, cwd=Path(path).resolve(), stdout=log,
+                                    stderr=subprocess.STDOUT)
+            servers[name] = (proc, f"http://127.0.0.1:{port}")
+        for name, (proc, url) in servers.items():
+            for _ in range(600):
+                try:
+                    if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
+            run_clients(url, qs, clients)  # warm-up: every process's caches
+        runs: dict[str, list[dict]] = {name: [] for name in servers}
+        for r in range(rounds):
+            for name in (list(servers) if r % 2 == 0 else list(servers)[::-1]):
+                runs[name].append(run_clients(servers[name][1], qs, clients))
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait(60)
+    out = {}
+    for name, rs in runs.items():
+        total = sum(x["n"] for x in rs)
+        out[name] = {"clients": clients, "searches": total,
+                     "searches_per_s": round(total / sum(x["n"] / x["searches_per_s"]
+                                                         for x in rs), 2),
+                     "p50_ms_of_rounds": [round(x["p50_ms"]) for x in rs],
+                     "p95_ms_of_rounds": [round(x["p95_ms"]) for x in rs],
+                     "errors": sum(x["errors"] for x in rs)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", action="append", required=True, metavar="NAME=PATH:HOME")
@@ -167,14 +226,21 @@ def main() -> None:
     ap.add_argument("--budgets", default="1024,3072")
     ap.add_argument("--neo4j-uri", help="the graph on this Neo4j (one for both trees, "
                     "filled from the first tree's store), the page index embedded")
+    ap.add_argument("--api-clients", type=int, default=0,
+                    help="also load each tree's served API with this many clients")
+    ap.add_argument("--api-n", type=int, default=100, help="searches per API round")
+    ap.add_argument("--api-rounds", type=int, default=4)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     specs = [(s.partition("=")[0], *s.partition("=")[2].split(":")) for s in args.tree]
     report: dict = {"trees": {name: f"{path} ({home})" for name, path, home in specs}}
     if args.neo4j_uri:
         report["neo4j_filled"] = fill_neo4j(Path(specs[0][2]).resolve(), args.neo4j_uri)
+    if args.api_clients:
+        report["api"] = api_load(specs, args.api_clients, args.api_n, args.api_rounds)
+        print(json.dumps(report["api"], indent=1), flush=True)
     trees = [Tree(name, Path(path).resolve(), Path(home).resolve(), args.neo4j_uri)
-             for name, path, home in specs]
+             for name, path, home in specs] if args.n or args.delivery else []
     t0 = time.perf_counter()
     try:
         if args.n:
