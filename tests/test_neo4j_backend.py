@@ -46,8 +46,8 @@ def test_a_search_reads_the_graph_in_a_few_queries(on_neo4j: Pilar, tmp_path, mo
     """Round trips per search do not grow with the pages or entities touched:
     one document read for the shortlist, the entity full-text lookup, one
     expansion read, at most one document read for expanded pages, supports
-    and units of all packed pages (one read each, none when the pages are
-    in the page cache). Results as embedded."""
+    and units of all packed pages (one read for both, none when the pages
+    are in the page cache). Results as embedded."""
     embedded = Pilar(home=tmp_path / "sqlite")
     embedded.ingest(DOCS)
     on_neo4j.ingest(DOCS)
@@ -63,11 +63,11 @@ def test_a_search_reads_the_graph_in_a_few_queries(on_neo4j: Pilar, tmp_path, mo
     monkeypatch.setattr(on_neo4j.graph.driver, "execute_query", counted)
     on_neo4j._pages.clear()  # the page cache would serve supports and units
     hit = on_neo4j.search(q, k=10)
-    assert 4 <= len(queries) <= 6, queries
+    assert 4 <= len(queries) <= 5, queries
     cold = len(queries)
     queries.clear()
     assert on_neo4j.search(q, k=10).packet.text == hit.packet.text
-    assert len(queries) == cold - 2, queries  # supports and units came from the cache
+    assert len(queries) == cold - 1, queries  # supports and units came from the cache
     assert len(hit.pages) == 3 and hit.pages[0].source.endswith("204-541.html")
     assert all(p.title and p.source for p in hit.pages)
     lite = embedded.search(q, k=10)
