@@ -17,8 +17,9 @@ def routes(settings: Settings) -> APIRouter:
     router = APIRouter(tags=["health"])
 
     @router.get("/healthz", response_model=Health)
-    def healthz() -> Health:
-        """The process is up."""
+    async def healthz() -> Health:
+        """The process is up (answered on the event loop: never queued behind
+        the searches that hold the process's PILAR_API_THREADS)."""
         return Health(status="ok")
 
     @router.get("/readyz", response_model=Health,
