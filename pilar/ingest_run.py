@@ -1,6 +1,7 @@
 """One ingest run over a list of files: read, parse (in worker processes or
 on Ray), embed several documents per call, store each document as its own
-unit of work (:class:`pilar.writes.DocumentWriter`); one
+unit of work, the documents of one embedding call written together
+(:meth:`pilar.writes.DocumentWriter.store_many`); one
 :class:`~pilar.model.IngestResult` per file, in input order.
 
 Bytes already stored in the run's collection are settled without a parse
@@ -214,8 +215,10 @@ class IngestRun:
 
     def _store_batch(self, batch: Batch, vectors: list | None = None) -> list[IngestResult]:
         """Embed the documents of ``batch`` together (unless their
-        ``vectors`` are given), then store each as its own unit; one result
-        per document, in batch order."""
+        ``vectors`` are given), then store them together, each as its own
+        unit (:meth:`~pilar.writes.DocumentWriter.store_many`); one result
+        per document, in batch order. The write's seconds are shared among
+        the documents by their units and pages."""
         if not batch:
             return []
         docs = [d for _, d, _ in batch]
@@ -230,29 +233,31 @@ class IngestRun:
                 vectors, error = [None] * len(docs), failure_reason(exc)
             embed = time.perf_counter() - t
         weight = [len(d.units) + len(d.pages) for d in docs]
-        out = []
-        for (i, parsed, stages), vecs, w in zip(batch, vectors, weight):
+        out: list[IngestResult | None] = [None] * len(batch)
+        todo = []  # (position in batch, stages) of the documents to store
+        for k, ((i, parsed, stages), w) in enumerate(zip(batch, weight)):
             t0, read = self.started.pop(i)
             stages = {"read": read, "embed": embed * w / sum(weight), **stages}
-            shown = str(self.files[i])
             if error is not None:
-                out.append(IngestResult(shown, "failed", reason=error, stages=stages,
-                                        seconds=time.perf_counter() - t0))
+                out[k] = IngestResult(str(self.files[i]), "failed", reason=error, stages=stages,
+                                      seconds=time.perf_counter() - t0)
+            else:
+                todo.append((k, t0, stages))
+        t = time.perf_counter()
+        outcomes = self.writer.store_many([(batch[k][1], *vectors[k]) for k, _, _ in todo])
+        write = time.perf_counter() - t
+        stored = sum(weight[k] for k, _, _ in todo)
+        for (k, t0, stages), outcome in zip(todo, outcomes):
+            shown, parsed = str(self.files[batch[k][0]]), batch[k][1]
+            if isinstance(outcome, BaseException):
+                out[k] = IngestResult(shown, "failed", reason=store_failure(outcome),
+                                      stages=stages, seconds=time.perf_counter() - t0)
                 continue
-            t = time.perf_counter()
-            try:
-                replaced = self.writer.store(parsed, *vecs)
-            except ConfigError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-                out.append(IngestResult(shown, "failed", reason=store_failure(exc),
-                                        stages=stages, seconds=time.perf_counter() - t0))
-                continue
-            stages["write"] = time.perf_counter() - t
-            out.append(IngestResult(
-                shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
+            stages["write"] = write * weight[k] / stored
+            out[k] = IngestResult(
+                shown, "replaced" if outcome else "ingested", parsed.document.doc_id,
                 len(parsed.pages), len(parsed.supports), len(parsed.units),
                 n_assertions=len(parsed.assertions), n_entities=len(parsed.entities),
                 warnings=list(parsed.warnings), stages=stages,
-                seconds=time.perf_counter() - t0))
+                seconds=time.perf_counter() - t0)
         return out

@@ -320,6 +320,21 @@ class SameAs:
 
 
 @dataclass(slots=True)
+class IndexedPages:
+    """One document's pages as the page index takes them
+    (:meth:`pilar.retrieval.PageIndex.add_documents`): ``vectors[i]`` is page
+    ``i``'s ``(n_i, dim)`` float32 array, ``unit_ids[i]`` names the unit
+    behind each row (None for a text window), ``sections[i]`` the page's
+    section paths (``" > "``-joined)."""
+
+    pages: list[Page]
+    vectors: list[Any]
+    unit_ids: list[list[str | None]] | None = None
+    collection: str = DEFAULT_COLLECTION
+    sections: list[list[str]] | None = None
+
+
+@dataclass(slots=True)
 class ParsedDocument:
     """What ingestion returns for one file: the document and its layers, not
     yet stored. ``warnings`` holds non-fatal notes (spans capped, pages

@@ -106,7 +106,7 @@ p = Pilar(settings=settings)
 stage = sys.argv[2]
 # FAULT INJECTION: stop at a stage of the write protocol and wait for SIGKILL
 target = p.index if stage == "index" else p.graph
-name = "add_pages" if stage == "index" else "write_document"
+name = "add_documents" if stage == "index" else "write_documents"
 original = getattr(target, name)
 def paused(*args, **kwargs):
     if stage == "index":
