@@ -7,6 +7,10 @@ as in DESIGN.md. The schema (constraints, indexes) is in ``migrations/neo4j``.
 
 from __future__ import annotations
 
+import dataclasses
+
+from pilar.model import Provenance, Unit
+
 DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
               "d.collection, d.status, d.sources")
 ADD_SOURCE = """
@@ -42,36 +46,53 @@ WRITE_DOCUMENTS = """
 UNWIND $rows AS row
 MERGE (d:Document {doc_id: row.doc_id}) SET d += row
 """
-WRITE_PAGES = """
+def _props(var: str, fields) -> str:
+    """A Cypher map literal taking ``fields`` from the row map ``var``
+    (``{a: var.a, ...}``: a literal map lets the planner CREATE without the
+    Eager pass that ``SET n = var`` needs; null values are left out)."""
+    return "{" + ", ".join(f"{f}: {var}.{f}" for f in fields) + "}"
+
+
+PAGE_FIELDS = ("page_id", "doc_id", "number", "width", "height", "text")
+SUPPORT_FIELDS = ("support_id", "doc_id", "kind", "text", "role", "seq", "provenance_id")
+PROVENANCE_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
+UNIT_FIELDS = (*(f.name for f in dataclasses.fields(Unit)), "seq")
+TABLE_FIELDS = ("table_id", "doc_id", "table_index", "page", "grid")
+ASSERTION_FIELDS = ("assertion_id", "doc_id", "subject", "predicate", "object", "modality",
+                    "qualifiers", "confidence", "grounded", "extractor", "seq")
+"""The properties each node of a document's layers is created with (the
+rows of :func:`pilar.graph.neo4j_rows.document_rows`)."""
+
+WRITE_PAGES = f"""
 UNWIND $rows AS row
-MATCH (d:Document {doc_id: row.doc_id})
-CREATE (p:Page) SET p = row CREATE (p)-[:IN_DOCUMENT]->(d)
+MATCH (d:Document {{doc_id: row.doc_id}})
+CREATE (p:Page {_props("row", PAGE_FIELDS)})-[:IN_DOCUMENT]->(d)
 """
 WRITE_NEXT = """
 UNWIND $rows AS row
 MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) CREATE (a)-[:NEXT]->(b)
 """
 # one row per page: [page_id, [{prov, support, units}, ...]]
-WRITE_SUPPORTS = """
+WRITE_SUPPORTS = f"""
 UNWIND $rows AS row
-MATCH (pg:Page {page_id: row[0]})
+MATCH (pg:Page {{page_id: row[0]}})
 UNWIND row[1] AS sr
-CREATE (s:Support)-[:HAS_PROVENANCE]->(n:Provenance)-[:ON_PAGE]->(pg)
-SET s = sr.support, n = sr.prov
+CREATE (s:Support {_props("sr.support", SUPPORT_FIELDS)})
+       -[:HAS_PROVENANCE]->(:Provenance {_props("sr.prov", PROVENANCE_FIELDS)})-[:ON_PAGE]->(pg)
 WITH s, sr
-CALL (s, sr) {
+CALL (s, sr) {{
   UNWIND sr.units AS ur
-  CREATE (u:Unit)-[:DERIVED_FROM]->(s) SET u = ur
-}
+  CREATE (:Unit {_props("ur", UNIT_FIELDS)})-[:DERIVED_FROM]->(s)
+}}
 """
 # units whose support is not among their document's supports (no edge)
-WRITE_LOOSE_UNITS = """
+WRITE_LOOSE_UNITS = f"""
 UNWIND $rows AS row
-CREATE (u:Unit) SET u = row
+CREATE (:Unit {_props("row", UNIT_FIELDS)})
 """
-WRITE_TABLES = """
+WRITE_TABLES = f"""
 UNWIND $rows AS row
-CREATE (t:TableGrid) SET t = row
+CREATE (:TableGrid {_props("row", TABLE_FIELDS)})
 """
 WRITE_ENTITIES = """
 UNWIND $rows AS row
@@ -88,23 +109,23 @@ CALL (e, row) {
 }
 """
 # one row per assertion: {props, supports: [support_id, ...], subject, object}
-WRITE_ASSERTIONS = """
+WRITE_ASSERTIONS = f"""
 UNWIND $rows AS row
-CREATE (a:Assertion) SET a = row.props
+CREATE (a:Assertion {_props("row.props", ASSERTION_FIELDS)})
 WITH a, row
-CALL (a, row) {
+CALL (a, row) {{
   UNWIND row.supports AS sid
-  MATCH (s:Support {support_id: sid})
-  CREATE (a)-[:SUPPORTED_BY {role: 'primary'}]->(s)
-}
-CALL (a, row) {
-  MATCH (e:Entity {entity_id: row.subject})
+  MATCH (s:Support {{support_id: sid}})
+  CREATE (a)-[:SUPPORTED_BY {{role: 'primary'}}]->(s)
+}}
+CALL (a, row) {{
+  MATCH (e:Entity {{entity_id: row.subject}})
   CREATE (e)-[:SUBJECT_OF]->(a)
-}
-CALL (a, row) {
-  MATCH (e:Entity {entity_id: row.object})
+}}
+CALL (a, row) {{
+  MATCH (e:Entity {{entity_id: row.object}})
   CREATE (a)-[:OBJECT]->(e)
-}
+}}
 """
 WRITE_SAME_AS = """
 UNWIND $rows AS row
