@@ -1,6 +1,6 @@
 """Graph write throughput: assertions per second into each GraphStore backend.
 
-    python bench/graph_write.py [--pages DIR] [--limit N] [--batch 1,50] [--neo4j-uri URI]
+    python bench/graph_write.py [--pages DIR] [--limit N] [--batch 1,10] [--neo4j-uri URI]
                                 [--json OUT]
 
 Parses ``--limit`` dev pages once (tables, units, assertions, entities), then
@@ -8,7 +8,8 @@ writes the same parsed documents into the embedded SQLite store and into Neo4j
 (``--neo4j-uri`` or NEO4J_URI; start one with tests/servers/neo4j/start),
 side by side, each into an empty store, in batches of ``--batch`` documents
 (``GraphStore.write_documents``: one transaction per batch, as ingest writes
-the documents of one embedding call; 1 is a transaction per document), for
+the documents of one embedding call, about ten of these pages; 1 is a
+transaction per document), for
 each batch size given. Reports documents, assertions, seconds and assertions
 per second (all graph rows of a batch are written in its one transaction, so
 the rate includes pages, supports, units and entities). Target: >= 10,000
@@ -58,7 +59,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=Path, default=SHARED / "wtq" / "dev" / "pages")
     ap.add_argument("--limit", type=int, default=100)
-    ap.add_argument("--batch", default="1,50",
+    ap.add_argument("--batch", default="1,10",
                     help="documents per transaction, comma-separated (each size an empty store)")
     ap.add_argument("--neo4j-uri", default=os.environ.get("NEO4J_URI"))
     ap.add_argument("--json", type=Path)

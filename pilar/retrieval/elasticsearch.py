@@ -17,7 +17,11 @@ for kNN, where a page scores by its best vector, and ``doc_id``,
 (:class:`~pilar.model.Scope`) go inside the BM25 and kNN queries. Unit
 vectors (for packing) live in the units index by unit id, so a stack of
 Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of
-big-endian float32 (Elasticsearch 9.1+). The query bodies live here.
+big-endian float32 (Elasticsearch 9.1+). Writes go as one bulk stream per
+batch of documents (:meth:`ElasticsearchPageIndex.add_documents`) and one
+refresh of both indexes at its end, so a batch is searchable when the call
+returns (the graph's document status, not the refresh, decides what reads
+see: DESIGN.md's write protocol). The query bodies live here.
 
 Errors: every failed call (after the client's retries) raises
 :class:`~pilar.errors.StoreError` naming the service and URL.
