@@ -41,7 +41,8 @@ DOCUMENTS_BY_ID = _DOCUMENTS.format(match="d.doc_id IN $ids", fields=DOC_FIELDS)
 # with the edges it owns, found once: pages by document, supports (with their
 # provenance and units) by page, assertions with their support and entity
 # edges, entities (shared within a collection, also between the documents of
-# one batch: MERGEd) with their mentions.
+# one batch: MERGEd; a known one written only when it brings new aliases) with
+# their mentions.
 WRITE_DOCUMENTS = """
 UNWIND $rows AS row
 MERGE (d:Document {doc_id: row.doc_id}) SET d += row
@@ -99,9 +100,11 @@ UNWIND $rows AS row
 MERGE (e:Entity {entity_id: row.entity_id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
               e.aliases_text = row.aliases_text, e.collection = row.collection
-ON MATCH SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
-             e.aliases_text = reduce(t = '', a IN e.aliases | t + ' ' + a)
-WITH e, row
+WITH e, row, [a IN row.aliases WHERE NOT a IN e.aliases] AS more
+CALL (e, more) {
+  WITH e, e.aliases + more AS aliases WHERE size(more) > 0
+  SET e.aliases = aliases, e.aliases_text = reduce(t = '', a IN aliases | t + ' ' + a)
+}
 CALL (e, row) {
   UNWIND row.mentions AS sid
   MATCH (s:Support {support_id: sid})
