@@ -53,7 +53,7 @@ def page_sections(parsed: ParsedDocument) -> list[list[str]]:
 class DocumentWriter:
     """Stores and removes whole documents in ``graph`` and ``index`` (see
     the module docstring). ``on_change()`` is called before every
-    :meth:`store` and :meth:`delete` (the facade empties its page cache there)."""
+    :meth:`store_many` and :meth:`delete` (the facade empties its page cache there)."""
 
     def __init__(self, graph: GraphStore, index: PageIndex, settings: Settings,
                  on_change: Callable[[], None] = lambda: None):
@@ -61,17 +61,6 @@ class DocumentWriter:
         self.index = index
         self.settings = settings
         self.on_change = on_change
-
-    def store(self, parsed: ParsedDocument, vectors: list[np.ndarray],
-              unit_ids: list[list[str | None]]) -> bool:
-        """Write one parsed document and its page vectors (see
-        :func:`~pilar.retrieval.embeddings.page_vectors`): :meth:`store_many`
-        of one. Returns True when it replaced an older version at the same
-        uri; on failure what was written is removed and the error raised."""
-        [outcome] = self.store_many([(parsed, vectors, unit_ids)])
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
 
     def store_many(self, items: list[Stored]) -> list[bool | Exception]:
         """Write a batch of parsed documents, each with its page vectors and
