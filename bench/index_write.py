@@ -28,7 +28,7 @@ from rich.table import Table
 from pilar import Pilar
 from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
 from pilar.retrieval.sqlite import SqlitePageIndex
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def main() -> None:

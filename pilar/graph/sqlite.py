@@ -20,7 +20,7 @@ from pilar.graph import add_expansion_rows, ingest_time
 from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def _j(value) -> str:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pilar.cli import (BudgetOpt, HomeOpt, ProfileOpt, _default, _pilar, command, err, fail,
+from pilar.cli.base import (BudgetOpt, HomeOpt, ProfileOpt, _default, _pilar, command, err, fail,
                        out)
 from pilar.config import PROFILES
 from pilar.errors import PilarError
