@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     budget: int = Field(4500, ge=MIN_BUDGET, description="packet token budget (reader tokens)")
     max_query_chars: int = Field(4000, ge=1, description="longest question a search accepts "
                                  "(characters); longer ones are refused")
+    max_budget: int = Field(32_768, ge=MIN_BUDGET, description="largest packet budget a "
+                            "request may ask for (tokens), on every face")
+    max_k: int = Field(100, ge=1, description="most pages a request may rank, on every face")
 
     # hybrid page retrieval (PILAR §3.4, App. E.6, H.1)
     bm25_weight: float = Field(0.4, ge=0, le=1)
@@ -98,7 +101,7 @@ class Settings(BaseSettings):
     top_k: int = Field(10, ge=1)
 
     # graph linking with relevance gates (PILAR §3.4, App. E.6 constants)
-    profile: Literal["single-shot", "multi-hop"] = "single-shot"
+    profile: Literal[tuple(PROFILES)] = "single-shot"  # type: ignore[valid-type]
     pool: int = Field(40, ge=1, description="shortlist pages that seed priors and expansion")
     seed_ratio: float = Field(0.9, gt=0, le=1, description="seeds score at least this share of the best")
     adjacent_bonus: float = Field(0.04, ge=0, le=1)

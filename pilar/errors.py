@@ -82,3 +82,11 @@ class EmptyStoreError(StoreError):
     """There is nothing to read: no store at the configured home, a store
     without documents, or none in the collections / ids a search is limited
     to. ``str(err)`` says which and how to add or list documents."""
+
+    status = 404
+
+
+class UnknownScopeError(EmptyStoreError):
+    """A request named collections or document ids that hold no document
+    the caller may see (whether they exist for another caller or not at
+    all: the message is the same, :func:`pilar.query.unknown_scope`)."""

@@ -280,10 +280,10 @@ def test_search_in_a_scope_without_documents_says_so_before_loading_a_model(stor
     env = {"PILAR_EMBEDDING_MODEL": str(tmp_path)}
     r = pilar("search", "kanpur", "--collection", "nope", "--home", str(store), cwd=store, env=env)
     assert (r.code, r.stderr.splitlines()) == \
-        (1, ["error: no documents in collection 'nope': `pilar docs` lists them"])
+        (1, ["error: no documents in collection 'nope': list them with `pilar docs` or GET /v1/documents"])
     r = pilar("search", "kanpur", "--doc", "abc", "--doc", "def", "--json", "--home", str(store),
               cwd=store, env=env)
-    message = "no document with ids 'abc', 'def': `pilar docs` lists them"
+    message = "no document with ids 'abc', 'def': list them with `pilar docs` or GET /v1/documents"
     assert (r.code, r.first) == (1, f"error: {message}")
     assert json.loads(r.stdout)["error"] == message
     doc_id = json.loads(pilar("docs", "--json", "--home", str(store), cwd=store).stdout)[0]["doc_id"]

@@ -182,14 +182,19 @@ def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
 
 def test_a_limited_search_finding_nothing_says_nothing_of_other_collections(tmp_path: Path):
     """On an empty store and on one holding only another collection, a
-    search limited to ``team-a`` gets the same: no pages."""
+    search limited to ``team-a`` gets the same error, before any model loads."""
+    from pilar.errors import UnknownScopeError
+
     p = Pilar(home=tmp_path / "home")
     q = "what is the tallest building in kanpur?"
-    empty = p.search(q, collections=["team-a"], budget=400)
-    p.ingest([CORPUS / "204-541.html"], collection="team-b")
-    other = p.search(q, collections=["team-a"], budget=400)
-    assert (empty.pages, other.pages) == ([], [])
-    assert (empty.packet.text, empty.packet.citations) == (other.packet.text, [])
+    told = []
+    for _ in range(2):
+        with pytest.raises(UnknownScopeError) as caught:
+            p.search(q, collections=["team-a"], budget=400)
+        told.append(str(caught.value))
+        p.ingest([CORPUS / "204-541.html"], collection="team-b")
+    assert told == ["no documents in collection 'team-a': list them with `pilar docs` or "
+                    "GET /v1/documents"] * 2
 
 
 def test_files_in_folders_that_are_not_documents_are_reported_skipped(tmp_path: Path):

@@ -15,23 +15,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from pilar.config import PROFILES
+from pilar.config import MIN_BUDGET, Settings
 from pilar.eval.run import EvalReport
 from pilar.model import (COLLECTION_PATTERN, DEFAULT_COLLECTION, AnswerFlag, IngestStatus,
                          check_collection)
+from pilar.query import MAX_IDS, Profile, request_model
 
-MAX_QUERY_CHARS = 2000
-"""Longest search query accepted at the boundary (characters)."""
-MAX_BUDGET = 32_768
-"""Largest packet budget a request may ask for (tokens)."""
-MIN_BUDGET = 32
-"""Smallest packet budget (tokens); the same floor as :meth:`pilar.Pilar.search`."""
-MAX_K = 100
-"""Most pages a search may rank."""
-MAX_IDS = 1000
-"""Most document ids or collections one request may name."""
-
-Profile = Literal[tuple(PROFILES)]  # type: ignore[valid-type]
 CollectionName = Annotated[str, AfterValidator(check_collection), Field(
     json_schema_extra={"pattern": f"^{COLLECTION_PATTERN}$"})]
 """A collection name, checked by :func:`pilar.model.check_collection` (the
@@ -49,38 +38,27 @@ class Record(BaseModel):
 
 # -- search (the agent tool) -------------------------------------------------
 
-class PacketOptions(BaseModel):
-    """How a packet is built and scoped: the options :class:`SearchRequest`
-    and :class:`AnswerRequest` share (PILAR §3.4-3.5)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    budget_tokens: int = Field(4500, ge=MIN_BUDGET, le=MAX_BUDGET,
-                               description="packet token budget (reader tokens)")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="pages to rank (default PILAR_TOP_K)")
-    profile: Profile | None = Field(None, description="graph-linking profile")
-    doc_ids: list[str] | None = Field(None, max_length=MAX_IDS,
-                                      description="only these documents")
-    collections: list[CollectionName] | None = Field(
-        None, max_length=MAX_IDS, description="only these collections (within the key's own)")
+SEARCH_DOC = "``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."
+ANSWER_DOC = ("``POST /v1/answer``: a question answered by the reader from its packet "
+              "(PILAR App. H.2-H.3).")
+STREAM_FIELD = ("stream", bool, Field(False, description=(
+    "answer as server-sent events (also with Accept: text/event-stream): `delta` events "
+    "with text, then `answer` with the whole answer")))
 
 
-class SearchRequest(PacketOptions):
-    """``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."""
+def search_request(settings: Settings) -> type[BaseModel]:
+    """The ``SearchRequest`` model of ``settings`` (:func:`pilar.query.request_model`:
+    ``query``, ``budget_tokens``, ``k``, ``profile``, ``doc_ids``, ``collections``,
+    with the limits of ``settings``): the REST body and the MCP ``search`` tool's arguments."""
+    return request_model(settings, "SearchRequest", question="query", budget="budget_tokens",
+                         doc=SEARCH_DOC)
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
-                       description="the question, in natural language")
 
-
-class AnswerRequest(PacketOptions):
-    """``POST /v1/answer``: a question answered by the reader from its
-    packet (PILAR App. H.2-H.3)."""
-
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
-                          description="the question, in natural language")
-    stream: bool = Field(False, description="answer as server-sent events (also with "
-                                            "Accept: text/event-stream): `delta` events with "
-                                            "text, then `answer` with the whole answer")
+def answer_request(settings: Settings) -> type[BaseModel]:
+    """The ``AnswerRequest`` model of ``settings``: :func:`search_request`'s
+    fields with ``question`` for ``query``, and ``stream``."""
+    return request_model(settings, "AnswerRequest", question="question",
+                         budget="budget_tokens", doc=ANSWER_DOC, extra=(STREAM_FIELD,))
 
 
 class CitationOut(Record):
@@ -97,6 +75,24 @@ class CitationOut(Record):
     table_index: int | None = None
     row: int | None = None
     col: int | None = None
+
+
+def citation_line(c) -> str:
+    """Where a citation points, on one short line: ``page 3, Results >
+    Table 2, table 0 row 4 col 1, bbox (72, 90, 540, 130)`` (a
+    :class:`CitationOut` or :class:`pilar.model.Citation`; the CLI's answer
+    and the MCP packet text show it)."""
+    parts = [f"page {c.page}"]
+    if c.section_path:
+        parts.append(" > ".join(c.section_path))
+    if c.table_index is not None:
+        cell = f"table {c.table_index}"
+        cell += f" row {c.row}" if c.row is not None else ""
+        cell += f" col {c.col}" if c.col is not None else ""
+        parts.append(cell)
+    if c.bbox:
+        parts.append("bbox (" + ", ".join(f"{v:.0f}" for v in c.bbox) + ")")
+    return ", ".join(parts)
 
 
 class PacketItemOut(Record):
@@ -367,7 +363,8 @@ class EvalQuestion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=200)
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    question: str = Field(min_length=1, description="checked as every question is "
+                                                    "(pilar.query) when the job is queued")
     answers: list[str] = Field(min_length=1, max_length=100,
                                description="the gold answer's parts (a list answer needs all)")
     gold_doc: str | None = Field(None, max_length=500,
@@ -390,9 +387,11 @@ class EvalRequest(BaseModel):
     questions_path: str | None = Field(None, min_length=1, max_length=4096)
     questions: list[EvalQuestion] | None = Field(None, min_length=1,
                                                  max_length=MAX_EVAL_QUESTIONS)
-    budget_tokens: int | None = Field(None, ge=MIN_BUDGET, le=MAX_BUDGET,
-                                      description="packet budget (default PILAR_BUDGET)")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="pages packed (default PILAR_TOP_K)")
+    budget_tokens: int | None = Field(None, ge=MIN_BUDGET, description=(
+        "packet budget (default PILAR_BUDGET; at most PILAR_MAX_BUDGET, checked as every "
+        "request's budget when the job is queued)"))
+    k: int | None = Field(None, ge=1, description="pages packed (default PILAR_TOP_K; at most "
+                                                  "PILAR_MAX_K)")
     profile: Profile | None = None
     limit: int | None = Field(None, ge=1, le=MAX_EVAL_QUESTIONS,
                               description="a fixed-seed sample of this many questions "

@@ -32,6 +32,8 @@ HomeOpt = Annotated[Optional[Path], typer.Option(
     "--home", metavar="DIR", help="store folder (default: PILAR_HOME, else ~/.local/share/pilar)")]
 CollectionsOpt = Annotated[Optional[list[str]], typer.Option(
     "--collection", metavar="NAME", help="only documents of this collection (repeat for several)")]
+DocsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--doc", metavar="DOC_ID", help="only this document id (repeat for several)")]
 ECHO_CHARS = 80
 """Characters of a question echoed in the search header."""
 
@@ -42,10 +44,11 @@ def _default(name: str):
 
 
 BudgetOpt = Annotated[Optional[int], typer.Option(
-    metavar="TOKENS", help=f"packet token budget, at least {MIN_BUDGET} "
-                           f"[default: PILAR_BUDGET or {_default('budget')}]")]
+    metavar="TOKENS", help=f"packet token budget, {MIN_BUDGET} to PILAR_MAX_BUDGET "
+                           f"({_default('max_budget')}) [default: PILAR_BUDGET or "
+                           f"{_default('budget')}]")]
 KOpt = Annotated[Optional[int], typer.Option(
-    "--k", metavar="N", help=f"pages to rank, at least 1 "
+    "--k", metavar="N", help=f"pages to rank, 1 to PILAR_MAX_K ({_default('max_k')}) "
                              f"[default: PILAR_TOP_K or {_default('top_k')}]")]
 ProfileOpt = Annotated[Optional[str], typer.Option(
     metavar="PROFILE", help=f"{' or '.join(PROFILES)} [default: PILAR_PROFILE or "

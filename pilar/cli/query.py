@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pilar.cli.base import (BudgetOpt, CollectionsOpt, HomeOpt, KOpt, ProfileOpt, _collections,
-                            _open, _pilar, clip, command, err, fail, out)
-from pilar.config import PROFILES
+from pilar.cli.base import (BudgetOpt, CollectionsOpt, DocsOpt, HomeOpt, KOpt, ProfileOpt,
+                            _collections, _open, _pilar, clip, command, err, fail, out)
 
 
 @command()
@@ -25,27 +24,18 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
                "--explain", help="show each page's score parts and graph path")] = False,
            profile: ProfileOpt = None,
            collection: CollectionsOpt = None,
-           doc: Annotated[Optional[list[str]], typer.Option(
-               "--doc", metavar="DOC_ID", help="only this document id (repeat for several)")] = None,
+           doc: DocsOpt = None,
            home: HomeOpt = None) -> None:
     """Rank pages for QUESTION and print the evidence packet; exit code 1
     when there is no store, it holds no documents, or none in the
     collections or with the ids given."""
     from pilar.errors import EmptyStoreError
 
-    if profile is not None and profile not in PROFILES:
-        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
-    _collections(collection)
+    _checked(question, budget, k, profile, collection, doc)
     try:
         p = _open(home, create=False)
-        missing = _empty_scope(p, collection, doc)
-        if missing:
-            raise EmptyStoreError(missing)
-        try:
-            result = p.search(question, budget=budget, k=k, profile=profile,
-                              collections=collection or None, doc_ids=doc or None)
-        except (ValueError, TypeError) as exc:
-            fail(str(exc), 2)
+        result = p.search(question, budget=budget, k=k, profile=profile,
+                          collections=collection or None, doc_ids=doc or None)
     except EmptyStoreError as exc:  # the store, or the scope asked for, holds nothing
         if as_json:
             out.print_json(json.dumps({"question": question, "pages": [], "packet": None,
@@ -71,25 +61,18 @@ def search(question: Annotated[str, typer.Argument(metavar="QUESTION",
     out.print(escape(pk.text), highlight=False)
 
 
-def _empty_scope(p, collections: list[str] | None, doc_ids: list[str] | None) -> str | None:
-    """Why a search limited to ``collections`` / ``doc_ids`` cannot find
-    anything (no stored document is in them), or None; read before any
-    model loads, so a mistyped name is told at once instead of an empty table."""
-    if not collections and not doc_ids:
-        return None
-    stored = p.docs(collections=collections or None)
-    if collections:
-        found = {d.collection for d in stored}
-        if absent := [c for c in collections if c not in found]:
-            return (f"no documents in collection{'s' * (len(absent) > 1)} "
-                    f"{', '.join(map(repr, absent))}: `pilar docs` lists them")
-    if doc_ids:
-        found = {d.doc_id for d in stored}
-        if absent := [d for d in doc_ids if d not in found]:
-            where = " in the collections given" if collections else ""
-            return (f"no document with id{'s' * (len(absent) > 1)} "
-                    f"{', '.join(map(repr, absent))}{where}: `pilar docs` lists them")
-    return None
+def _checked(question: str, budget, k, profile, collections, doc_ids) -> None:
+    """End the command (exit 2, one ``error:`` line) unless the request is
+    valid (:meth:`pilar.query.Query.of`: the limits and messages of every
+    face), before a store is opened or a model loaded."""
+    from pilar.config import Settings
+    from pilar.query import Query
+
+    _collections(collections)
+    try:
+        Query.of(Settings(), question, budget, k, profile, collections or None, doc_ids or None)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc), 2)
 
 
 FLAG_NOTES = {
@@ -98,20 +81,6 @@ FLAG_NOTES = {
     "not_in_evidence": "the reader found no answer in the packet",
     "truncated": "the answer was cut at the new-token limit (PILAR_READER_MAX_TOKENS)",
 }
-
-
-def _where(c) -> str:
-    parts = [f"page {c.page}"]
-    if c.section_path:
-        parts.append(" > ".join(c.section_path))
-    if c.table_index is not None:
-        cell = f"table {c.table_index}"
-        cell += f" row {c.row}" if c.row is not None else ""
-        cell += f" col {c.col}" if c.col is not None else ""
-        parts.append(cell)
-    if c.bbox:
-        parts.append("bbox (" + ", ".join(f"{v:.0f}" for v in c.bbox) + ")")
-    return ", ".join(parts)
 
 
 @command()
@@ -123,17 +92,19 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
         stream: Annotated[bool, typer.Option(
             "--stream", help="print the answer as it is generated")] = False,
         profile: ProfileOpt = None,
+        collection: CollectionsOpt = None,
+        doc: DocsOpt = None,
         home: HomeOpt = None) -> None:
     """Answer QUESTION from the evidence packet, citing its items as [n]
-    (needs PILAR_LLM_BASE_URL: an OpenAI-compatible model server)."""
-    from pilar.config import PROFILES
-    from pilar.errors import ConfigError, LLMError
+    (needs PILAR_LLM_BASE_URL: an OpenAI-compatible model server); exit
+    code 1 when the reader fails or there is nothing to read, as for search."""
+    from pilar.errors import LLMError
 
-    if profile is not None and profile not in PROFILES:
-        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    _checked(question, budget, k, profile, collection, doc)
     p = _pilar(home, create=False)
     try:
-        result = p.ask(question, budget=budget, k=k, profile=profile, stream=stream)
+        result = p.ask(question, budget=budget, k=k, profile=profile,
+                       collections=collection or None, doc_ids=doc or None, stream=stream)
         if stream:
             for delta in result:
                 if not as_json:
@@ -143,9 +114,6 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
             answer = result.answer
         else:
             answer = result
-    except (ValueError, ConfigError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from None
     except LLMError as exc:
         err.print(f"[red]reader failed:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
@@ -154,10 +122,12 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
 
         out.print_json(answer_response(answer).model_dump_json())
         return
+    from pilar.api.models import citation_line
+
     if not stream:
         out.print(escape(answer.text.strip()), highlight=False)
     for c in answer.citations:
-        out.print(f"[bold][{c.n}][/] {escape(c.citation.source)}, {escape(_where(c.citation))}",
+        out.print(f"[bold][{c.n}][/] {escape(c.citation.source)}, {escape(citation_line(c.citation))}",
                   highlight=False)
     for flag in answer.flags:
         err.print("[yellow]note:[/] " + escape(FLAG_NOTES[flag].format(

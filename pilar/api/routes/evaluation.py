@@ -20,6 +20,7 @@ from pilar.api.models import EvalQuestion, EvalRequest, JobAccepted, Problem
 from pilar.api.routes.documents import accepted, readable
 from pilar.config import Settings
 from pilar.eval.questions import Question, load_questions
+from pilar.query import check_question, options
 
 
 def question_of(q: EvalQuestion) -> Question:
@@ -58,6 +59,11 @@ def routes(settings: Settings) -> APIRouter:
         if not total:
             raise HTTPException(422, "no questions to evaluate")
         collections = scoping.eval_collections(caller, req.collections)
+        # the checks of every request (pilar.query), before a job is queued
+        *_, scope = options(settings, req.budget_tokens, req.k, req.profile, collections)
+        pilar.require_scope(scope)
+        for q in req.questions or ():
+            check_question(q.question, settings.max_query_chars)
 
         def run(progress):
             report = pilar.evaluate(source, budget=req.budget_tokens, k=req.k,
