@@ -303,12 +303,14 @@ class Pilar:
         :class:`~pilar.reader.AnswerStream` of text deltas. ``collections``
         and ``doc_ids`` limit the pages as in :meth:`search`.
 
-        Raises :class:`~pilar.errors.ReaderNotConfiguredError` when no model
+        Raises what :meth:`query` raises for a bad request (checked first,
+        as every face checks it), then
+        :class:`~pilar.errors.ReaderNotConfiguredError` when no model
         server is configured, :class:`~pilar.errors.LLMError` kinds when the
         server fails (timeout, 5xx, refusal, empty reply), and what
-        :meth:`search` raises for bad arguments."""
+        :meth:`search` raises."""
+        budget = self.query(question, budget, k, profile, collections, doc_ids).budget
         self.reader  # noqa: B018 - no reader: say so before retrieving
-        budget = self.settings.budget if budget is None else budget
         hit = self.search(question, budget=self._text_budget(budget), k=k, profile=profile,
                           collections=collections, doc_ids=doc_ids)
         return self._read(question, hit.packet, budget, stream)
@@ -317,7 +319,7 @@ class Pilar:
         """The packet's share of ``budget`` (tokens): all of it, or without
         ``PILAR_READER_IMAGE_SHARE`` when crops go to a VLM reader."""
         s = self.settings
-        if s.reader_images and isinstance(budget, int):
+        if s.reader_images:
             return max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
         return budget
 

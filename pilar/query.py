@@ -189,10 +189,16 @@ def _bounded(check, schema: dict):
     return (AfterValidator(check), Field(json_schema_extra=schema))
 
 
+class WireRequest(BaseModel):
+    """Base of the :func:`request_model` models: unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 @functools.cache
-def _request_model(limits: Limits, name: str, question: str, budget: str, default_budget: int,
-                   default_k: int, default_profile: str, doc: str,
-                   extra: tuple[tuple[str, Any, Any], ...]) -> type[BaseModel]:
+def _request_model(limits: Limits, name: str, question: str | None, budget: str,
+                   default_budget: int, default_k: int, default_profile: str, doc: str,
+                   base: type[BaseModel]) -> type[BaseModel]:
     check_q = functools.partial(check_question, limit=limits.question_chars)
     question_type = Annotated[str, *_bounded(check_q, {
         "minLength": 1, "maxLength": limits.question_chars})]
@@ -203,8 +209,10 @@ def _request_model(limits: Limits, name: str, question: str, budget: str, defaul
                                       {"minimum": 1, "maximum": limits.max_k})]
     collection = Annotated[str, *_bounded(_collection, {"pattern": f"^{COLLECTION_PATTERN}$"})]
     profile = Annotated[str, *_bounded(check_profile, {"enum": list(PROFILES)})]
-    fields: dict[str, Any] = {
-        question: (question_type, Field(description="the question, in natural language")),
+    fields: dict[str, Any] = {}
+    if question is not None:
+        fields[question] = (question_type, Field(description="the question, in natural language"))
+    fields |= {
         budget: (budget_type | None, Field(
             None, description=f"packet token budget (reader tokens), {MIN_BUDGET} to "
                               f"{limits.max_budget:,} [default: PILAR_BUDGET, here "
@@ -214,32 +222,32 @@ def _request_model(limits: Limits, name: str, question: str, budget: str, defaul
         "profile": (profile | None, Field(None, description=f"graph-linking profile "
                                                             f"[default: PILAR_PROFILE, here "
                                                             f"{default_profile}]")),
-        "doc_ids": (list[str] | None, Field(None, max_length=MAX_IDS,
-                                            description="only these documents")),
         "collections": (list[collection] | None, Field(
             None, max_length=MAX_IDS, description="only these collections (within the "
                                                   "key's own)")),
     }
-    for field, annotation, info in extra:
-        fields[field] = (annotation, info)
-    model = create_model(name, __config__=ConfigDict(extra="forbid"), __doc__=doc, **fields)
+    if question is not None:  # a question's own scope (an evaluation has collections only)
+        fields["doc_ids"] = (list[str] | None, Field(None, max_length=MAX_IDS,
+                                                     description="only these documents"))
+    model = create_model(name, __base__=base, __doc__=doc, **fields)
     model.question_field, model.budget_field = question, budget
     return model
 
 
-def request_model(settings: Settings, name: str, question: str = "question",
+def request_model(settings: Settings, name: str, question: str | None = "question",
                   budget: str = "budget", doc: str = "",
-                  extra: tuple[tuple[str, Any, Any], ...] = ()) -> type[BaseModel]:
+                  base: type[BaseModel] = WireRequest) -> type[BaseModel]:
     """The pydantic model of a request on the wire, named ``name``: the
-    question as field ``question``, the budget as ``budget`` (both None =
-    the setting's default), ``k``, ``profile``, ``doc_ids`` and
-    ``collections``, plus ``extra`` fields (``(name, annotation,
-    FieldInfo)``); unknown fields are refused. Its JSON schema holds the
-    limits of ``settings``; its validators are :class:`Query`'s checks.
-    Models are cached per limits and shape. :func:`query_args` turns an
-    instance into the facade's arguments."""
+    question as field ``question`` (None: no question, no ``doc_ids``: an
+    evaluation's options), the budget as ``budget`` (None = the setting's
+    default), ``k``, ``profile``, ``collections`` and ``doc_ids``, after
+    the fields of ``base`` (a :class:`WireRequest`; unknown fields
+    refused). Its JSON schema holds the limits of ``settings``; its
+    validators are :class:`Query`'s checks. Models are cached per limits
+    and shape. :func:`query_args` turns an instance into the facade's
+    arguments."""
     return _request_model(Limits.of(settings), name, question, budget, settings.budget,
-                          settings.top_k, settings.profile, doc, extra)
+                          settings.top_k, settings.profile, doc, base)
 
 
 def query_args(request: BaseModel) -> dict[str, Any]:

@@ -365,9 +365,9 @@ def test_search_help_shows_defaults_and_limits(tmp_path: Path):
     r = pilar("search", "--help", cwd=tmp_path)
     assert r.code == 0
     text = " ".join(r.stdout.split())
-    assert "--budget TOKENS packet token budget, at least 32 [default: PILAR_BUDGET or 4500]" \
-        in text
-    assert "--k N pages to rank, at least 1 [default: PILAR_TOP_K or 10]" in text
+    assert ("--budget TOKENS packet token budget, 32 to PILAR_MAX_BUDGET (32768) "
+            "[default: PILAR_BUDGET or 4500]") in text
+    assert "--k N pages to rank, 1 to PILAR_MAX_K (100) [default: PILAR_TOP_K or 10]" in text
     assert "--collection NAME only documents of this collection" in text
     assert "<bool>" not in r.stdout and "<list[str]>" not in r.stdout
 

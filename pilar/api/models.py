@@ -15,11 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from pilar.config import MIN_BUDGET, Settings
+from pilar.config import Settings
 from pilar.eval.run import EvalReport
 from pilar.model import (COLLECTION_PATTERN, DEFAULT_COLLECTION, AnswerFlag, IngestStatus,
                          check_collection)
-from pilar.query import MAX_IDS, Profile, request_model
+from pilar.query import MAX_IDS, WireRequest, request_model
 
 CollectionName = Annotated[str, AfterValidator(check_collection), Field(
     json_schema_extra={"pattern": f"^{COLLECTION_PATTERN}$"})]
@@ -41,9 +41,12 @@ class Record(BaseModel):
 SEARCH_DOC = "``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."
 ANSWER_DOC = ("``POST /v1/answer``: a question answered by the reader from its packet "
               "(PILAR App. H.2-H.3).")
-STREAM_FIELD = ("stream", bool, Field(False, description=(
-    "answer as server-sent events (also with Accept: text/event-stream): `delta` events "
-    "with text, then `answer` with the whole answer")))
+
+
+class _Streamed(WireRequest):
+    stream: bool = Field(False, description=(
+        "answer as server-sent events (also with Accept: text/event-stream): `delta` events "
+        "with text, then `answer` with the whole answer"))
 
 
 def search_request(settings: Settings) -> type[BaseModel]:
@@ -58,7 +61,7 @@ def answer_request(settings: Settings) -> type[BaseModel]:
     """The ``AnswerRequest`` model of ``settings``: :func:`search_request`'s
     fields with ``question`` for ``query``, and ``stream``."""
     return request_model(settings, "AnswerRequest", question="question",
-                         budget="budget_tokens", doc=ANSWER_DOC, extra=(STREAM_FIELD,))
+                         budget="budget_tokens", doc=ANSWER_DOC, base=_Streamed)
 
 
 class CitationOut(Record):
@@ -377,35 +380,34 @@ MAX_EVAL_QUESTIONS = 10_000
 """Most questions one inline evaluation may hold."""
 
 
-class EvalRequest(BaseModel):
-    """``POST /v1/eval``: evaluate search (and with ``reader`` the answers)
-    on questions from a TSV on the server (``questions_path``, only under
-    ``PILAR_INGEST_ROOTS``) or given inline (``questions``): exactly one."""
-
-    model_config = ConfigDict(extra="forbid")
+class EvalSource(WireRequest):
+    """The questions of ``POST /v1/eval`` (:func:`eval_request` adds the
+    budget, k, profile and collections of every request)."""
 
     questions_path: str | None = Field(None, min_length=1, max_length=4096)
     questions: list[EvalQuestion] | None = Field(None, min_length=1,
                                                  max_length=MAX_EVAL_QUESTIONS)
-    budget_tokens: int | None = Field(None, ge=MIN_BUDGET, description=(
-        "packet budget (default PILAR_BUDGET; at most PILAR_MAX_BUDGET, checked as every "
-        "request's budget when the job is queued)"))
-    k: int | None = Field(None, ge=1, description="pages packed (default PILAR_TOP_K; at most "
-                                                  "PILAR_MAX_K)")
-    profile: Profile | None = None
     limit: int | None = Field(None, ge=1, le=MAX_EVAL_QUESTIONS,
                               description="a fixed-seed sample of this many questions "
                                           "(inline: the first ones); default all")
-    collections: list[CollectionName] | None = Field(
-        None, max_length=MAX_IDS, description="only these collections (within the key's own)")
     reader: bool = Field(False, description="also answer each question and report EM, ANLS "
                                             "and citation support (needs a reader)")
 
     @model_validator(mode="after")
-    def _one_source(self) -> "EvalRequest":
+    def _one_source(self) -> "EvalSource":
         if (self.questions_path is None) == (self.questions is None):
             raise ValueError("give exactly one of questions_path and questions")
         return self
+
+
+def eval_request(settings: Settings) -> type[BaseModel]:
+    """``POST /v1/eval``'s body: evaluate search (and with ``reader`` the
+    answers) on questions from a TSV on the server (``questions_path``,
+    only under ``PILAR_INGEST_ROOTS``) or given inline (``questions``):
+    exactly one; budget, k, profile and collections as every request has
+    them (:func:`pilar.query.request_model`, limits of ``settings``)."""
+    return request_model(settings, "EvalRequest", question=None, budget="budget_tokens",
+                         doc=eval_request.__doc__, base=EvalSource)
 
 
 # -- pages --------------------------------------------------------------------

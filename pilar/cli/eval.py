@@ -45,8 +45,9 @@ def eval_(questions: Annotated[Path, typer.Argument(
     support-chain coverage and evidence delivery (with --reader also EM,
     ANLS and citation support of the answers), as a Markdown table."""
     _collections(collection)
+    settings = Settings()  # a bad setting: exit 2 naming it (reported)
     try:  # the checks of every request (pilar.query), before a store is opened
-        options(Settings(), budget, k, profile, collection or None)
+        options(settings, budget, k, profile, collection or None)
     except (ValueError, TypeError) as exc:
         fail(str(exc), 2)
     if limit is not None and limit < 0:

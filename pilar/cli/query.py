@@ -69,8 +69,9 @@ def _checked(question: str, budget, k, profile, collections, doc_ids) -> None:
     from pilar.query import Query
 
     _collections(collections)
+    settings = Settings()  # a bad setting: exit 2 naming it (reported)
     try:
-        Query.of(Settings(), question, budget, k, profile, collections or None, doc_ids or None)
+        Query.of(settings, question, budget, k, profile, collections or None, doc_ids or None)
     except (ValueError, TypeError) as exc:
         fail(str(exc), 2)
 
