@@ -127,7 +127,7 @@ def check_scope(collections: Any, doc_ids: Any) -> Scope:
         if len(value) > MAX_IDS:
             raise refused(f"{name} may name at most {MAX_IDS}, got {len(value)}")
     for name in collections or ():
-        check_collection(name, "collections")
+        check_collection(name)
     return Scope.of(collections, doc_ids)
 
 
@@ -179,7 +179,7 @@ def unknown_scope(collections: list[str], doc_ids: list[str], named: bool) -> st
 
 def _collection(name: str) -> str:
     try:
-        return check_collection(name, "collections")
+        return check_collection(name)
     except ValueError as exc:
         raise refused(str(exc)) from None
 

@@ -176,7 +176,8 @@ def create_app(pilar: Pilar) -> FastAPI:
                   description="Page-grounded evidence for document question answering: "
                               "ingest, search (the agent tool), answers with citations, "
                               "evaluation, pages, graph exploration.",
-                  max_body_size=settings.api_max_body_bytes)
+                  max_body_size=settings.api_max_body_bytes,
+                  docs_url=None, redoc_url=None)  # served with vendored assets (routes.web)
     app.state.pilar, app.state.keyring, app.state.rate_limiter = pilar, keyring, limiter
     app.state.paths = paths
     problems.install(app)

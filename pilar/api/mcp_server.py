@@ -38,7 +38,7 @@ from pilar import Pilar
 from pilar.api import scoping
 from pilar.api.auth import OPEN, Access, Keyring, presented
 from pilar.api.models import (AnswerResponse, CypherRequest, CypherResponse, PageOut,
-                              SearchResponse, answer_request, citation_line, search_request)
+                              SearchResponse, answer_request, search_request)
 from pilar.api.paths import ServerPaths
 from pilar.api.problems import described, problem_body
 from pilar.api.ratelimit import RateLimiter, caller_id
@@ -53,14 +53,23 @@ INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence: c
 
 def packet_text(response: SearchResponse) -> str:
     """The packet as an agent reads it: per item ``[n] text`` and, on the
-    next line, ``    -- source, page N, section, table cell`` (one short
-    line, :func:`~pilar.api.models.citation_line`); items numbered from 1
-    as ``answer`` cites them. An empty packet says so."""
+    next line, ``    -- file, page N, table T row R`` (its citation in one
+    short line: the section path is in the packet's own headings, the rest
+    in the structured content); items numbered from 1 as ``answer`` cites
+    them. An empty packet says so."""
     items = response.packet.items
     if not items:
         return "no evidence found for this question"
-    return "\n".join(f"[{n}] {item.text}\n    -- {PurePath(item.citation.source).name}, "
-                     f"{citation_line(item.citation)}" for n, item in enumerate(items, 1))
+    return "\n".join(f"[{n}] {item.text}\n    -- {_short(item.citation)}"
+                     for n, item in enumerate(items, 1))
+
+
+def _short(c) -> str:
+    """``report.pdf, page 3, table 0 row 4 col 1`` of a citation."""
+    cell = "" if c.table_index is None else f", table {c.table_index}"
+    cell += f" row {c.row}" if c.row is not None and cell else ""
+    cell += f" col {c.col}" if c.col is not None and cell else ""
+    return f"{PurePath(c.source).name}, page {c.page}{cell}"
 
 
 class PageRequest(BaseModel):

@@ -80,24 +80,6 @@ class CitationOut(Record):
     col: int | None = None
 
 
-def citation_line(c) -> str:
-    """Where a citation points, on one short line: ``page 3, Results >
-    Table 2, table 0 row 4 col 1, bbox (72, 90, 540, 130)`` (a
-    :class:`CitationOut` or :class:`pilar.model.Citation`; the CLI's answer
-    and the MCP packet text show it)."""
-    parts = [f"page {c.page}"]
-    if c.section_path:
-        parts.append(" > ".join(c.section_path))
-    if c.table_index is not None:
-        cell = f"table {c.table_index}"
-        cell += f" row {c.row}" if c.row is not None else ""
-        cell += f" col {c.col}" if c.col is not None else ""
-        parts.append(cell)
-    if c.bbox:
-        parts.append("bbox (" + ", ".join(f"{v:.0f}" for v in c.bbox) + ")")
-    return ", ".join(parts)
-
-
 class PacketItemOut(Record):
     text: str
     citation: CitationOut
@@ -219,6 +201,13 @@ class DocumentList(BaseModel):
     total: int
     offset: int
     limit: int
+
+
+class CollectionList(BaseModel):
+    """``GET /v1/collections``: the collections a key may use."""
+
+    collections: list[str] = Field(description="sorted names")
+    limited: bool = Field(description="the key is limited to these collections")
 
 
 class UploadForm(BaseModel):
@@ -529,6 +518,8 @@ class NeighborhoodOut(Record):
     pages: list[PageRef]
     mentions: list[tuple[str, str]] = Field(
         [], description="MENTIONED_IN edges to the supports: (entity_id, support_id)")
+    truncated: bool = Field(False, description="an entity's assertions or mentions reached "
+                                               "the per-entity cap (50): more may exist")
 
 
 # -- health and errors ---------------------------------------------------------

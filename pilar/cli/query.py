@@ -76,6 +76,23 @@ def _checked(question: str, budget, k, profile, collections, doc_ids) -> None:
         fail(str(exc), 2)
 
 
+def _where(c) -> str:
+    """Where a citation points, on one short line: ``page 3, Results >
+    Table 2, table 0 row 4 col 1, bbox (72, 90, 540, 130)`` (a
+    :class:`~pilar.api.models.CitationOut`, as an answer's citations are)."""
+    parts = [f"page {c.page}"]
+    if c.section_path:
+        parts.append(" > ".join(c.section_path))
+    if c.table_index is not None:
+        cell = f"table {c.table_index}"
+        cell += f" row {c.row}" if c.row is not None else ""
+        cell += f" col {c.col}" if c.col is not None else ""
+        parts.append(cell)
+    if c.bbox:
+        parts.append("bbox (" + ", ".join(f"{v:.0f}" for v in c.bbox) + ")")
+    return ", ".join(parts)
+
+
 FLAG_NOTES = {
     "no_citation": "the answer cites no item of the packet",
     "unknown_citation": "the answer cites numbers the packet lacks: {unknown}",
@@ -123,12 +140,10 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
 
         out.print_json(answer_response(answer).model_dump_json())
         return
-    from pilar.api.models import citation_line
-
     if not stream:
         out.print(escape(answer.text.strip()), highlight=False)
     for c in answer.citations:
-        out.print(f"[bold][{c.n}][/] {escape(c.citation.source)}, {escape(citation_line(c.citation))}",
+        out.print(f"[bold][{c.n}][/] {escape(c.citation.source)}, {escape(_where(c.citation))}",
                   highlight=False)
     for flag in answer.flags:
         err.print("[yellow]note:[/] " + escape(FLAG_NOTES[flag].format(

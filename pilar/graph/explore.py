@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,8 +186,10 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
     store once per kind (:meth:`GraphStore.entity_links`, at most ``limit``
     assertions and mentions per entity). With ``doc_ids`` only assertions
     and supports of those documents are kept, and only entities those
-    documents use (so nothing of another collection shows). Returns None
-    when the entity does not exist (or no allowed document uses it).
+    documents use (so nothing of another collection shows); ``truncated``
+    is set when an entity's assertions or mentions reached ``limit`` (more
+    may exist). Returns None when the entity does not exist (or no allowed
+    document uses it).
     Raises ``ValueError`` for a depth outside 1..MAX_DEPTH."""
     from pilar.model import Neighborhood
 
@@ -198,8 +201,10 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
     seen = {entity_id}
     frontier = [entity_id]
     assertions, same_as, mentions = {}, {}, []
+    truncated = False
     for _ in range(depth):
         links = graph.entity_links(frontier, limit)
+        truncated = truncated or _at_cap(links, frontier, limit)
         found = []
         for a in links.assertions:
             if doc_ids is not None and a.doc_id not in doc_ids:
@@ -230,7 +235,16 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
                         assertions=sorted(assertions.values(), key=lambda a: a.assertion_id),
                         same_as=[same_as[k] for k in sorted(same_as)], supports=supports,
                         pages=pages, mentions=[m for m in dict.fromkeys(mentions)
-                                               if m[1] in kept])
+                                               if m[1] in kept], truncated=truncated)
+
+
+def _at_cap(links, frontier: list[str], limit: int) -> bool:
+    """Whether an entity of ``frontier`` has ``limit`` assertions or
+    mentions in ``links`` (the store's cap: more may exist)."""
+    counts = Counter(e for a in links.assertions for e in {a.subject_entity, a.object_entity}
+                     if e in frontier)
+    counts.update(Counter((eid, "mention") for eid, _ in links.mentions))
+    return any(n >= limit for n in counts.values())
 
 
 def _used_in(graph, entity_ids: list[str], doc_ids: set[str]) -> set[str]:

@@ -26,7 +26,8 @@ def neighborhood_out(found, titles: dict[str, str] | None = None) -> Neighborhoo
                              title=(titles or {}).get(doc_id, "")))
     return NeighborhoodOut.model_validate({
         "entities": found.entities, "assertions": found.assertions, "same_as": found.same_as,
-        "supports": found.supports, "pages": pages, "mentions": found.mentions})
+        "supports": found.supports, "pages": pages, "mentions": found.mentions,
+        "truncated": found.truncated})
 
 
 def run_cypher(pilar, req: CypherRequest) -> CypherResponse:
