@@ -44,8 +44,9 @@ def test_options_taking_a_value_name_it(name, command):
 @pytest.mark.parametrize("name", ["search", "ask", "eval"])
 def test_budget_and_k_help_give_defaults_and_limits(name):
     params = {p.name: p for p in CLI.commands[name].params}
-    assert "at least 32 [default: PILAR_BUDGET or 4500]" in params["budget"].help
-    assert "at least 1 [default: PILAR_TOP_K or 10]" in params["k"].help
+    assert "32 to PILAR_MAX_BUDGET (32768) [default: PILAR_BUDGET or 4500]" \
+        in params["budget"].help
+    assert "1 to PILAR_MAX_K (100) [default: PILAR_TOP_K or 10]" in params["k"].help
 
 
 def test_main_options_have_help():

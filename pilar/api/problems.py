@@ -1,16 +1,14 @@
 """Errors as ``application/problem+json`` (RFC 9457), and no stack traces.
 
-Every error a route raises becomes a :class:`~pilar.api.models.Problem`:
-HTTP errors keep their status, validation errors are 422 with the fields
-named, ``ValueError``/``TypeError`` from the facade (bad arguments) are 422,
-a feature the configured backends lack (``ConfigError``) is 501, nothing to
-read (``EmptyStoreError``: an empty store, collections or ids holding no
-document) is 404 with the same words as every face, a store that fails is 503,
-no reader configured (``ReaderNotConfiguredError``) is 503, a reader that
-times out is 504 and one whose model server fails otherwise (5xx, refusal,
-malformed reply, no connection) is 502 (``LLMError.status``), anything else
-is a 500 whose detail says nothing of the code (the trace goes to the
-server log only).
+Every error a route raises becomes a :class:`~pilar.api.models.Problem`
+(:func:`described`, shared with the MCP tools): HTTP errors keep their
+status, validation errors are 422 with the fields named, ``ValueError`` /
+``TypeError`` from the facade (bad arguments) are 422, pilar's errors the
+status beside their class in :mod:`pilar.errors` (nothing to read 404 with
+the same words as every face, a feature the configured backends lack 501,
+a store that fails 503, no reader 503, a reader timing out 504, its model
+server failing otherwise 502), anything else a 500 whose detail says
+nothing of the code (the trace goes to the server log only).
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pilar.api.models import Problem
-from pilar.errors import (ConfigError, EmptyStoreError, LLMError, PilarError,
-                          ReaderNotConfiguredError, StoreError)
+from pilar.errors import LLMError, PilarError, StoreError
 
 log = logging.getLogger("pilar.api")
 MEDIA_TYPE = "application/problem+json"
@@ -54,10 +51,11 @@ def _first_line(exc: Exception, default: str) -> str:
 def described(exc: Exception) -> tuple[int, str]:
     """``(status, detail)`` of an error raised while serving a request, the
     one table of REST and MCP: pydantic's validation 422 (``field: message``),
-    ``ValueError``/``TypeError`` 422, an HTTP error its own status,
-    :class:`EmptyStoreError` 404, no reader 503, the reader failing 502/504
-    (``LLMError.status``), ``ConfigError`` 501, a store failing 503, other
-    :class:`PilarError` 422, anything else 500 saying nothing of the code."""
+    ``ValueError``/``TypeError`` 422, an HTTP error its own status, pilar's
+    errors the ``status`` beside their class (:mod:`pilar.errors`) with their
+    message (the reader's prefixed ``reader failed:``; a failing store's
+    replaced by a pointer to ``/readyz``, its cause logged), anything else
+    500 saying nothing of the code."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         return 422, f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
@@ -65,18 +63,12 @@ def described(exc: Exception) -> tuple[int, str]:
         return 422, _first_line(exc, "invalid argument")
     if isinstance(exc, StarletteHTTPException):
         return exc.status_code, exc.detail if isinstance(exc.detail, str) else ""
-    if isinstance(exc, EmptyStoreError):
-        return exc.status, str(exc)
-    if isinstance(exc, ReaderNotConfiguredError):
-        return exc.status, str(exc)
     if isinstance(exc, LLMError):
         return exc.status, f"reader failed: {exc}"
-    if isinstance(exc, ConfigError):
-        return 501, str(exc)
-    if isinstance(exc, StoreError):
+    if isinstance(exc, StoreError) and exc.status == 503:
         return 503, "a store is unavailable; see /readyz"
     if isinstance(exc, PilarError):
-        return 422, _first_line(exc, "request refused")
+        return exc.status, _first_line(exc, "request refused")
     return 500, "the server failed on this request; the error is logged"
 
 

@@ -29,7 +29,8 @@ def eval_(questions: Annotated[Path, typer.Argument(
           budget: BudgetOpt = None,
           k: Annotated[Optional[int], typer.Option(
               "--k", metavar="N", help="pages packed and checked for support-chain coverage, "
-              f"at least 1 [default: PILAR_TOP_K or {_default('top_k')}]")
+              f"1 to PILAR_MAX_K ({_default('max_k')}) [default: PILAR_TOP_K or "
+              f"{_default('top_k')}]")
               ] = None,
           profile: ProfileOpt = None,
           limit: Annotated[Optional[int], typer.Option(

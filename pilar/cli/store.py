@@ -177,7 +177,7 @@ def cypher(query: Annotated[str, typer.Argument(metavar="QUERY", help="a read-on
                                               help="row cap")] = 1000,
            home: HomeOpt = None) -> None:
     """Run a read-only Cypher query (help text above: it names the refused kinds)."""
-    from pilar.graph.explore import CypherError
+    from pilar.errors import CypherError
 
     params = dict(_param(p) for p in param or [])
     try:

@@ -18,41 +18,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pilar.errors import PilarError
+from pilar.errors import TIMED_OUT, CypherError
 from pilar.graph.neo4j_guard import refusal
 
 HOME_DATABASE = "EXPLAIN RETURN 1"
 """Planned (never run) beside a query to learn the session's database."""
-TIMED_OUT = ("Neo.ClientError.Transaction.TransactionTimedOut",
-             "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration")
-"""Neo4j's status codes of a transaction the server ended at its timeout."""
 FETCH_SIZE = 100
 """Records the driver fetches per round trip: the byte cap is checked between them."""
 PLANNED = "EXPLAIN "
 """Put before a query to plan it without running it."""
 _POSITION = re.compile(r"\(line (\d+), column (\d+) \(offset: (\d+)\)\)")
-
-
-class CypherError(PilarError):
-    """The query was refused or failed; ``code`` is Neo4j's status code
-    (``Neo.ClientError...`` for a client error such as a write in read mode,
-    a syntax error or the timeout), None when pilar refused it itself or the
-    driver failed."""
-
-    def __init__(self, message: str, code: str | None = None, refused: bool = False):
-        super().__init__(message)
-        self.code = code
-        self.refused = refused
-
-    @property
-    def is_client_error(self) -> bool:
-        """The query is at fault (refused, invalid, too slow), not the server."""
-        return self.refused or bool(self.code and self.code.startswith("Neo.ClientError"))
-
-    @property
-    def timed_out(self) -> bool:
-        """The server ended the transaction at the query's timeout."""
-        return self.code in TIMED_OUT
 
 
 @dataclass(slots=True)

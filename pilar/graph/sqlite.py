@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pilar.errors import ConfigError
+from pilar.errors import NotSupportedError
 from pilar.graph import add_expansion_rows, ingest_time
 from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
@@ -426,8 +426,8 @@ class SqliteGraphStore:
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
                row_cap: int = 1000, byte_cap: int = 1024 * 1024):
-        """Cypher needs a graph server: always raises :class:`ConfigError`."""
-        raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
+        """Cypher needs a graph server: always raises :class:`~pilar.errors.NotSupportedError`."""
+        raise NotSupportedError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
 
     @staticmethod
     def _doc(row) -> Document:
