@@ -1,5 +1,5 @@
 """The ``pilar`` command line (Typer): ingest, search, ask, docs, delete,
-stats, migrate, cypher, eval, serve, worker, mcp.
+stats, migrate, cypher, eval, serve, worker, mcp, config.
 
 Every command has the same reach as the Python API (:class:`pilar.Pilar`),
 takes its question, budget, k, profile and scope as the one request model
@@ -10,7 +10,7 @@ live by area (:mod:`~pilar.cli.store`, :mod:`~pilar.cli.query`,
 on one :data:`app`; none imports this module.
 """
 
-from pilar.cli import eval, query, serve, store  # noqa: F401 - they register their commands
+from pilar.cli import eval, query, serve, settings, store  # noqa: F401 - they register commands
 from pilar.cli.base import app, err, out
 
 __all__ = ["app", "err", "main", "out"]
