@@ -141,6 +141,8 @@ def test_a_copy_is_another_source_and_keeps_the_document_when_one_path_changes(t
 
 
 def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
+    from pilar.errors import UnknownScopeError
+
     """A document belongs to one collection: the same bytes ingested into
     ``default``, ``team-a`` and ``team-b`` are three documents (ids, sources,
     entities of their own); within a collection the duplicate rules hold;
@@ -174,7 +176,8 @@ def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
                    for e in p.entities("ratan planet", collections=[c]))
     assert p.delete(ids["team-a"]) is True
     assert {d.collection for d in p.docs()} == {"default", "team-b"}
-    assert p.search(q, collections=["team-a"], budget=400).pages == []
+    with pytest.raises(UnknownScopeError):  # its only document is gone
+        p.search(q, collections=["team-a"], budget=400)
     for c in ("default", "team-b"):
         assert {pg.doc_id for pg in p.search(q, collections=[c], budget=400).pages} == {ids[c]}
     assert p.entities("ratan planet", collections=["team-a"]) == []
