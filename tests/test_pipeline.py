@@ -141,12 +141,11 @@ def test_a_copy_is_another_source_and_keeps_the_document_when_one_path_changes(t
 
 
 def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
-    from pilar.errors import UnknownScopeError
-
     """A document belongs to one collection: the same bytes ingested into
     ``default``, ``team-a`` and ``team-b`` are three documents (ids, sources,
     entities of their own); within a collection the duplicate rules hold;
     deleting one leaves the others whole."""
+    from pilar.errors import UnknownScopeError
     from pilar.ingest import document_id
 
     p = Pilar(home=tmp_path / "home")
