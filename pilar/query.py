@@ -8,8 +8,9 @@ the web page:
   :class:`~pilar.config.Settings` filled in (``PILAR_BUDGET``,
   ``PILAR_TOP_K``, ``PILAR_PROFILE``); the facade builds one per call.
 - :func:`request_model`: the pydantic model of the same request on the
-  wire (REST bodies, MCP tool arguments, the OpenAI tool schema), its JSON
-  schema carrying the limits of ``settings`` and unknown fields refused.
+  wire (REST bodies, MCP tool arguments, the OpenAI tool schema, the web
+  page's form bounds), its JSON schema carrying the limits of ``settings``
+  and unknown fields refused.
   Its validators are the checks :class:`Query` runs, so a value refused
   anywhere is refused everywhere, with the same message.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticCustomError
@@ -38,9 +39,6 @@ MAX_IDS = 1000
 """Most document ids or collections one request may name."""
 _WORDY = re.compile(r"[^\W_]")
 """A letter or digit: a question without one has nothing to search for."""
-
-Profile = Literal[tuple(PROFILES)]  # type: ignore[valid-type]
-"""A retrieval profile's name (:data:`pilar.config.PROFILES`)."""
 
 
 def refused(message: str) -> PydanticCustomError:
