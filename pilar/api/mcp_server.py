@@ -215,7 +215,8 @@ def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
         SUPPORTS_LIMIT, ge=1, le=MAX_SUPPORTS_LIMIT,
         description=f"supports returned at most (1 to {MAX_SUPPORTS_LIMIT})")))
     tool("search", SEARCH_DESCRIPTION, search_request(settings), SearchResponse, search)
-    tool("answer", ANSWER_DESCRIPTION, answer_request(settings), AnswerResponse, answer)
+    tool("answer", ANSWER_DESCRIPTION, answer_request(settings, streamed=False), AnswerResponse,
+         answer)
     tool("get_page", "A page (id `doc_id:number`, as cited by `search`): its text and "
                      "supports with provenance (section path, bbox in PDF points, table cell), "
                      "`limit` supports from `offset`; `next_offset` is where the next slice "

@@ -57,11 +57,13 @@ def search_request(settings: Settings) -> type[BaseModel]:
                          doc=SEARCH_DOC)
 
 
-def answer_request(settings: Settings) -> type[BaseModel]:
+def answer_request(settings: Settings, streamed: bool = True) -> type[BaseModel]:
     """The ``AnswerRequest`` model of ``settings``: :func:`search_request`'s
-    fields with ``question`` for ``query``, and ``stream``."""
+    fields with ``question`` for ``query``, and ``stream`` when ``streamed``
+    (REST; the MCP ``answer`` tool answers whole)."""
     return request_model(settings, "AnswerRequest", question="question",
-                         budget="budget_tokens", doc=ANSWER_DOC, base=_Streamed)
+                         budget="budget_tokens", doc=ANSWER_DOC,
+                         base=_Streamed if streamed else WireRequest)
 
 
 class CitationOut(Record):

@@ -197,3 +197,33 @@ def test_every_face_takes_one_request(faces, face, op):
              if op != "eval" or name in QUESTIONLESS}
     told = {name: run(faces, op, {**base, **fields}) for name, (fields, _) in cases.items()}
     assert told == {name: {"error": said} for name, (_, said) in cases.items()}
+
+
+def test_mcp_tool_schemas_are_the_rest_request_models(faces):
+    """The MCP tools' input schemas are the REST bodies' (one model, with
+    the store's limits), ``answer`` without REST's ``stream``."""
+    from mcp import Client
+
+    from pilar.api.models import answer_request, search_request
+
+    async def listed():
+        async with Client(faces["mcp"]) as client:
+            return {t.name: t.input_schema for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(listed)
+    settings = faces["pilar"].settings
+    rest = faces["rest"].get("/openapi.json").json()["components"]["schemas"]
+    search = search_request(settings).model_json_schema()
+    search.pop("title")
+    assert tools["search"] == search
+    def bounds(properties: dict) -> dict:
+        return {name: {k: v for k, v in (field.get("anyOf") or [field])[0].items()
+                       if k in ("minimum", "maximum", "minLength", "maxLength", "enum")}
+                for name, field in properties.items()}
+
+    assert bounds(rest["SearchRequest"]["properties"]) == bounds(search["properties"])
+    assert bounds(search["properties"])["budget_tokens"] == {"minimum": 32, "maximum": 4096}
+    assert bounds(search["properties"])["query"] == {"minLength": 1, "maxLength": 300}
+    assert set(rest["AnswerRequest"]["properties"]) - set(tools["answer"]["properties"]) \
+        == {"stream"}
+    assert sorted(tools) == ["answer", "get_page", "search"]  # no cypher on SQLite
