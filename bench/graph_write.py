@@ -34,7 +34,7 @@ from rich.progress import track
 from rich.table import Table
 
 from pilar.graph.sqlite import SqliteGraphStore
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 from pilar.ingest import parse
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -31,7 +31,7 @@ from pilar import Pilar
 from pilar.model import IndexedPages
 from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
 from pilar.retrieval.sqlite import SqlitePageIndex
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def main() -> None:

@@ -559,7 +559,8 @@ class Neighborhood:
     the assertions linking them, ``SAME_AS`` links, the supports of those
     assertions and mentions, and the pages those supports sit on
     (``page_id`` strings, document order); ``mentions`` are the
-    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``."""
+    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``;
+    ``truncated``: an entity's links reached the per-entity cap, more may exist."""
 
     entities: list[Entity]
     assertions: list[Assertion]
@@ -567,6 +568,7 @@ class Neighborhood:
     supports: list[Support]
     pages: list[str]
     mentions: list[tuple[str, str]] = field(default_factory=list)
+    truncated: bool = False
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

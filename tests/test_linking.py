@@ -11,7 +11,7 @@ import pytest
 from pilar.config import Settings
 from pilar.graph.linking import link_across, link_batch, match
 from pilar.graph.sqlite import SqliteGraphStore
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 from pilar.ingest import parse
 from pilar.model import Entity, SameAs
 from tests.conftest import FIXTURES

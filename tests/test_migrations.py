@@ -45,14 +45,14 @@ def _check_split(graph_store, a: str, b: str) -> None:
 
 
 def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monkeypatch):
-    import pilar.stores
+    import pilar.db
+    from pilar.db import SqliteDatabase
     from pilar.graph.sqlite import SqliteGraphStore
     from pilar.migrations import migration_files
-    from pilar.stores import SqliteDatabase
 
     files = migration_files("sqlite", ".sql")
     assert files[-1][0] == 9
-    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:-1])
+    monkeypatch.setattr(pilar.db, "migration_files", lambda *_: files[:-1])
     old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     a, b = _legacy(old)
     old.close()

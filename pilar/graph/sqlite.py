@@ -15,12 +15,12 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pilar.errors import ConfigError
+from pilar.errors import NotSupportedError
 from pilar.graph import add_expansion_rows, ingest_time, ingest_times
 from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, to_jsonable)
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def _j(value) -> str:
@@ -432,8 +432,8 @@ class SqliteGraphStore:
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
                row_cap: int = 1000, byte_cap: int = 1024 * 1024):
-        """Cypher needs a graph server: always raises :class:`ConfigError`."""
-        raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
+        """Cypher needs a graph server: always raises :class:`~pilar.errors.NotSupportedError`."""
+        raise NotSupportedError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
 
     @staticmethod
     def _doc(row) -> Document:

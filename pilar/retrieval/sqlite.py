@@ -16,7 +16,7 @@ import numpy as np
 from pilar.model import IndexedPages, Page, Scope
 from pilar.retrieval import query_terms
 from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def fts_query(question: str) -> str | None:
