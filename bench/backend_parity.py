@@ -57,7 +57,7 @@ def fill_servers(embedded: Pilar, servers: Pilar) -> dict[str, float]:
         parsed.same_as = link_across(parsed, servers.graph, servers.settings)
         ids = [p.page_id for p in parsed.pages]
         copied = embedded.index.page_vectors(ids)
-        servers.graph.begin_document(parsed.document)
+        servers.graph.begin_documents([parsed.document])
         t = time.perf_counter()
         servers.index.add_pages(parsed.pages, [copied[i][0] for i in ids],
                                 [copied[i][1] for i in ids], collection=doc.collection,

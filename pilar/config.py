@@ -62,16 +62,23 @@ class Settings(BaseSettings):
         env_prefix="PILAR_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
-    home: Path = Field(default_factory=default_home)
-    graph: Literal["sqlite", "neo4j"] = "sqlite"
-    index: Literal["sqlite", "elasticsearch"] = "sqlite"
+    home: Path = Field(
+        default_factory=default_home, description="where the embedded store (pilar.sqlite), "
+        "uploads, jobs and figure crops live (default $XDG_DATA_HOME/pilar or "
+        "~/.local/share/pilar)")
+    graph: Literal["sqlite", "neo4j"] = Field(
+        "sqlite", description="graph backend: sqlite (embedded) or neo4j")
+    index: Literal["sqlite", "elasticsearch"] = Field(
+        "sqlite", description="page index backend: sqlite (embedded) or elasticsearch")
     dense_index: Literal["ann", "exact"] = Field(
         "ann", description="embedded dense search: an ANN index beside the store file "
         "(home/dense/, usearch HNSW) or every vector in memory")
     dense_dtype: Literal["f16", "i8"] = Field(
         "f16", description="how the ANN index stores vectors (scores stay exact float32)")
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    embedding_batch_size: int = Field(32, ge=1)
+    embedding_model: str = Field(
+        DEFAULT_EMBEDDING_MODEL, description="sentence-transformers model name or local folder "
+        "(the default is the packaged all-MiniLM-L6-v2, offline)")
+    embedding_batch_size: int = Field(32, ge=1, description="texts embedded per call")
     embedding_device: str = Field(
         "cpu", description="torch device of the embedder (cpu, cuda, cuda:1, mps)")
     embedding_cache: bool = Field(
@@ -86,25 +93,39 @@ class Settings(BaseSettings):
         "model and version (default: home/models; several stores may share one)")
     workers: int | None = Field(
         None, ge=0, description="ingest parse processes (default: the CPU cores; 0 = in process)")
-    reranker_model: str | None = None
+    reranker_model: str | None = Field(
+        None, description="sentence-transformers CrossEncoder (name or local folder) for unit "
+        "selection; without it units are ranked by BM25 and cosine")
     budget: int = Field(4500, ge=MIN_BUDGET, description="packet token budget (reader tokens)")
     max_query_chars: int = Field(4000, ge=1, description="longest question a search accepts "
                                  "(characters); longer ones are refused")
+    max_budget: int = Field(32_768, ge=MIN_BUDGET, description="largest packet budget a "
+                            "request may ask for (tokens), on every face")
+    max_k: int = Field(100, ge=1, description="most pages a request may rank, on every face")
 
     # hybrid page retrieval (PILAR §3.4, App. E.6, H.1)
-    bm25_weight: float = Field(0.4, ge=0, le=1)
-    dense_weight: float = Field(0.6, ge=0, le=1)
-    shortlist: int = Field(40, ge=1)
-    top_k: int = Field(10, ge=1)
+    bm25_weight: float = Field(0.4, ge=0, le=1,
+                               description="weight of normalised BM25 in a page's hybrid score")
+    dense_weight: float = Field(0.6, ge=0, le=1,
+                                description="weight of dense cosine in a page's hybrid score")
+    shortlist: int = Field(40, ge=1, description="hybrid shortlist size (PILAR App. E.6)")
+    top_k: int = Field(10, ge=1, description="pages a search ranks by default")
 
     # graph linking with relevance gates (PILAR §3.4, App. E.6 constants)
-    profile: Literal["single-shot", "multi-hop"] = "single-shot"
+    profile: Literal[tuple(PROFILES)] = Field(  # type: ignore[valid-type]
+        "single-shot", description="graph-linking profile: single-shot or multi-hop "
+        "(PILAR App. D.4)")
     pool: int = Field(40, ge=1, description="shortlist pages that seed priors and expansion")
     seed_ratio: float = Field(0.9, gt=0, le=1, description="seeds score at least this share of the best")
-    adjacent_bonus: float = Field(0.04, ge=0, le=1)
-    same_section_bonus: float = Field(0.015, ge=0, le=1)
-    alias_bonus: float = Field(0.12, ge=0, le=1)
-    graph_bonus: float = Field(0.08, ge=0, le=1)
+    adjacent_bonus: float = Field(
+        0.04, ge=0, le=1, description="bonus of a page next to a seed page")
+    same_section_bonus: float = Field(0.015, ge=0, le=1,
+                                      description="bonus of a page in a seed page's section")
+    alias_bonus: float = Field(0.12, ge=0, le=1, description="bonus of a page naming a "
+                               "question entity's alias elsewhere")
+    graph_bonus: float = Field(
+        0.08, ge=0, le=1, description="bonus of a page reached through the graph (entity, "
+        "assertion, support)")
     gate: float = Field(0.35, ge=-1, le=1, description="an expanded page stays only if dense >= gate")
     expansion_limit: int = Field(50, ge=1, description="pages reached per entity and path kind")
     hub_pages: int = Field(10, ge=0, description="a question entity mentioned on more pages is a "
@@ -149,7 +170,7 @@ class Settings(BaseSettings):
 
     # packing (PILAR App. G.1; Tessera §3.4-3.5)
     base_share: float = Field(0.7, ge=0, le=1, description="budget share of base pages")
-    max_expanded_pages: int = Field(2, ge=0)
+    max_expanded_pages: int = Field(2, ge=0, description="expanded pages a packet holds at most")
     prefilter: int = Field(100, ge=1, description="units kept by the lexical prefilter (Tessera §3.4)")
     item_tokens: int = Field(512, ge=1, description="token cap of one page excerpt")
     block_tokens: int = Field(2048, ge=0, description="tokens of the lowest-ranked items the unit "
@@ -165,11 +186,14 @@ class Settings(BaseSettings):
                             "names: before, after) go first (pilar.packing.cues)")
 
     # ingestion limits (bad input)
-    max_file_bytes: int = Field(200 * 1024 * 1024, ge=1)
-    max_html_bytes: int = Field(60 * 1024 * 1024, ge=1)
-    max_unit_chars: int = Field(4000, ge=1)
-    max_span: int = Field(1000, ge=1)
-    pdf_password: str | None = None
+    max_file_bytes: int = Field(
+        200 * 1024 * 1024, ge=1, description="files above this size are refused (an upload "
+        "with one gets 413 while it streams)")
+    max_html_bytes: int = Field(
+        60 * 1024 * 1024, ge=1, description="HTML files above this size are refused")
+    max_unit_chars: int = Field(4000, ge=1, description="characters of one evidence unit at most")
+    max_span: int = Field(1000, ge=1, description="characters of one support's span at most")
+    pdf_password: str | None = Field(None, description="password for encrypted PDFs")
     pdf_max_pages: int = Field(5000, ge=1, description="pages a PDF may have")
 
     # parse budgets (pilar.ingest.parallel): every file is parsed in a worker
@@ -200,7 +224,8 @@ class Settings(BaseSettings):
     pdf_layout_features: Literal["rf", "imf+rf"] = Field(
         "rf", description="analyser features: rf (text/geometry, fast) or imf+rf (+image)")
     ocr_dpi: int = Field(200, ge=1, description="render resolution for OCR of pages without text")
-    ocr_lang: str = "eng"
+    ocr_lang: str = Field(
+        "eng", description="tesseract language(s) for OCR of pages without text (eng, deu+eng)")
     ocr_timeout: float = Field(120.0, gt=0, description="seconds per Tesseract call")
     ocr_min_chars: int = Field(
         16, ge=0, description="pages with fewer text-layer characters are OCR'd (if not blank)")
@@ -320,19 +345,21 @@ class Settings(BaseSettings):
         1024 * 1024, ge=1, description="bytes of rows (compact UTF-8 JSON) a read-only Cypher "
         "query returns at most; the rest is cut with a message, as at the row cap")
 
-    neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"))
+    neo4j_uri: str | None = Field(
+        None, validation_alias=AliasChoices("NEO4J_URI", "neo4j_uri"), description="Neo4j "
+        "server (PILAR_GRAPH=neo4j)")
     neo4j_username: str | None = Field(
         None, validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username")
-    )
+    , description="Neo4j user")
     neo4j_password: str | None = Field(
         None, validation_alias=AliasChoices("NEO4J_PASSWORD", "neo4j_password")
-    )
+    , description="Neo4j password")
     elasticsearch_url: str | None = Field(
         None, validation_alias=AliasChoices("ELASTICSEARCH_URL", "elasticsearch_url")
-    )
+    , description="Elasticsearch node (PILAR_INDEX=elasticsearch)")
     elasticsearch_api_key: str | None = Field(
         None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
-    )
+    , description="Elasticsearch API key")
     elasticsearch_index: str = Field(
         "pilar", description="name prefix of the Elasticsearch aliases (<prefix>-pages, "
         "<prefix>-units); versioned indexes sit behind them")

@@ -1,6 +1,7 @@
 """One ingest run over a list of files: read, parse (in worker processes or
 on Ray), embed several documents per call, store each document as its own
-unit of work (:class:`pilar.writes.DocumentWriter`); one
+unit of work, the documents of one embedding call written together
+(:meth:`pilar.writes.DocumentWriter.store_many`); one
 :class:`~pilar.model.IngestResult` per file, in input order.
 
 Bytes already stored in the run's collection are settled without a parse
@@ -40,8 +41,11 @@ FilePageProgress = Callable[[str, int, int], None]
 EMBED_BATCH_UNITS = 1024
 """Units of parsed documents gathered before one embedding call at ingest."""
 
-Batch = list[tuple[int, ParsedDocument, dict[str, float]]]
-"""Parsed documents waiting for one embedding call: ``(file index, document, stages)``."""
+Batch = list[tuple[int, ParsedDocument, dict[str, float], tuple | None]]
+"""Parsed documents waiting for one embedding call and one write: ``(file
+index, document, stages, vectors)``, ``vectors`` (as
+:func:`~pilar.retrieval.embeddings.page_vectors` gives them) when embedded
+with the parse (Ray), else None."""
 
 
 def store_failure(exc: BaseException) -> str:
@@ -114,21 +118,17 @@ class IngestRun:
             parsed = parse_many(self._jobs(), self.settings, workers, on_page=pages,
                                 cancel=cancel)
 
-        def store(batch: Batch, vectors: list | None = None) -> list[IngestResult]:
+        def store(batch: Batch) -> list[IngestResult]:
             if batch and cancel is not None and cancel.is_set():
                 raise IngestCancelled("the ingest was cancelled")
-            return self._store_batch(batch, vectors)
+            return self._store_batch(batch)
 
         batch: Batch = []
         for item in parsed:
-            if item.vectors is not None:  # embedded with the parse (Ray)
+            if item.document is not None:  # with its vectors when embedded with the parse (Ray)
                 item.document.document.collection = self.collection
-                emit(store([(item.tag, item.document, item.stages)], [item.vectors]))
-                continue
-            if item.document is not None:
-                item.document.document.collection = self.collection
-                batch.append((item.tag, item.document, item.stages))
-                if sum(len(d.units) for _, d, _ in batch) >= EMBED_BATCH_UNITS:
+                batch.append((item.tag, item.document, item.stages, item.vectors))
+                if sum(len(d.units) for _, d, _, _ in batch) >= EMBED_BATCH_UNITS:
                     emit(store(batch))
                     batch = []
                 continue
@@ -212,47 +212,58 @@ class IngestRun:
                             reason=existing.uri if status == "new_source" else None,
                             seconds=time.perf_counter() - t0)
 
-    def _store_batch(self, batch: Batch, vectors: list | None = None) -> list[IngestResult]:
-        """Embed the documents of ``batch`` together (unless their
-        ``vectors`` are given), then store each as its own unit; one result
-        per document, in batch order."""
+    def _store_batch(self, batch: Batch) -> list[IngestResult]:
+        """Embed the documents of ``batch`` that come without vectors
+        together, then store them all together, each as its own unit
+        (:meth:`~pilar.writes.DocumentWriter.store_many`); one result per
+        document, in batch order. The embedding's and the write's seconds
+        are shared among the documents by their units and pages."""
         if not batch:
             return []
-        docs = [d for _, d, _ in batch]
+        docs = [d for _, d, _, _ in batch]
+        vectors = [v for _, _, _, v in batch]
+        todo_embed = [k for k, v in enumerate(vectors) if v is None]
         error, embed = None, 0.0
-        if vectors is None:
+        if todo_embed:
             t = time.perf_counter()
             try:
-                vectors = page_vectors(self.embedder, docs)
+                for k, v in zip(todo_embed, page_vectors(self.embedder,
+                                                         [docs[k] for k in todo_embed])):
+                    vectors[k] = v
             except ConfigError:  # the embedding model: every document would fail alike
                 raise
             except Exception as exc:  # noqa: BLE001 - reported per document below
-                vectors, error = [None] * len(docs), failure_reason(exc)
+                error = failure_reason(exc)
             embed = time.perf_counter() - t
         weight = [len(d.units) + len(d.pages) for d in docs]
-        out = []
-        for (i, parsed, stages), vecs, w in zip(batch, vectors, weight):
+        out: list[IngestResult | None] = [None] * len(batch)
+        todo = []  # (position in batch, stages) of the documents to store
+        embedded = sum(weight[k] for k in todo_embed) or 1
+        for k, ((i, parsed, stages, _), w) in enumerate(zip(batch, weight)):
             t0, read = self.started.pop(i)
-            stages = {"read": read, "embed": embed * w / sum(weight), **stages}
-            shown = str(self.files[i])
-            if error is not None:
-                out.append(IngestResult(shown, "failed", reason=error, stages=stages,
-                                        seconds=time.perf_counter() - t0))
+            stages = {"read": read, **stages}
+            if k in todo_embed:
+                stages["embed"] = embed * w / embedded
+            if error is not None and k in todo_embed:
+                out[k] = IngestResult(str(self.files[i]), "failed", reason=error, stages=stages,
+                                      seconds=time.perf_counter() - t0)
+            else:
+                todo.append((k, t0, stages))
+        t = time.perf_counter()
+        outcomes = self.writer.store_many([(batch[k][1], *vectors[k]) for k, _, _ in todo])
+        write = time.perf_counter() - t
+        stored = sum(weight[k] for k, _, _ in todo)
+        for (k, t0, stages), outcome in zip(todo, outcomes):
+            shown, parsed = str(self.files[batch[k][0]]), batch[k][1]
+            if isinstance(outcome, BaseException):
+                out[k] = IngestResult(shown, "failed", reason=store_failure(outcome),
+                                      stages=stages, seconds=time.perf_counter() - t0)
                 continue
-            t = time.perf_counter()
-            try:
-                replaced = self.writer.store(parsed, *vecs)
-            except ConfigError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-                out.append(IngestResult(shown, "failed", reason=store_failure(exc),
-                                        stages=stages, seconds=time.perf_counter() - t0))
-                continue
-            stages["write"] = time.perf_counter() - t
-            out.append(IngestResult(
-                shown, "replaced" if replaced else "ingested", parsed.document.doc_id,
+            stages["write"] = write * weight[k] / stored
+            out[k] = IngestResult(
+                shown, "replaced" if outcome else "ingested", parsed.document.doc_id,
                 len(parsed.pages), len(parsed.supports), len(parsed.units),
                 n_assertions=len(parsed.assertions), n_entities=len(parsed.entities),
                 warnings=list(parsed.warnings), stages=stages,
-                seconds=time.perf_counter() - t0))
+                seconds=time.perf_counter() - t0)
         return out

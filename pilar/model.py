@@ -340,6 +340,21 @@ class SameAs:
 
 
 @dataclass(slots=True)
+class IndexedPages:
+    """One document's pages as the page index takes them
+    (:meth:`pilar.retrieval.PageIndex.add_documents`): ``vectors[i]`` is page
+    ``i``'s ``(n_i, dim)`` float32 array, ``unit_ids[i]`` names the unit
+    behind each row (None for a text window), ``sections[i]`` the page's
+    section paths (``" > "``-joined)."""
+
+    pages: list[Page]
+    vectors: list[Any]
+    unit_ids: list[list[str | None]] | None = None
+    collection: str = DEFAULT_COLLECTION
+    sections: list[list[str]] | None = None
+
+
+@dataclass(slots=True)
 class ParsedDocument:
     """What ingestion returns for one file: the document and its layers, not
     yet stored. ``warnings`` holds non-fatal notes (spans capped, pages
@@ -564,7 +579,8 @@ class Neighborhood:
     the assertions linking them, ``SAME_AS`` links, the supports of those
     assertions and mentions, and the pages those supports sit on
     (``page_id`` strings, document order); ``mentions`` are the
-    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``."""
+    ``MENTIONED_IN`` edges to those supports as ``(entity_id, support_id)``;
+    ``truncated``: an entity's links reached the per-entity cap, more may exist."""
 
     entities: list[Entity]
     assertions: list[Assertion]
@@ -572,6 +588,13 @@ class Neighborhood:
     supports: list[Support]
     pages: list[str]
     mentions: list[tuple[str, str]] = field(default_factory=list)
+    truncated: bool = False
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Field names per record class, looked up once (:func:`to_jsonable` runs
+over every cell of every table a document write sends)."""
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -580,8 +603,14 @@ def to_jsonable(obj: Any) -> Any:
     Properties that are part of a record's identity (``page_id``,
     ``citations``) are not included; callers add what they need.
     """
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    names = _FIELDS.get(cls)
+    if names is None and dataclasses.is_dataclass(cls):
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    if names is not None:
+        return {name: to_jsonable(getattr(obj, name)) for name in names}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -10,7 +10,6 @@ from config (:func:`pilar.stores.open_stores`).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -18,8 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pilar.config import MIN_BUDGET, PROFILES, Settings, home_problem
-from pilar.errors import ConfigError, EmptyStoreError, LLMError
+from pilar.config import MIN_BUDGET, Settings, home_problem
+from pilar.errors import ConfigError, EmptyStoreError, LLMError, UnknownScopeError
 from pilar.eval.questions import Question, load_questions
 from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
 from pilar.ingest import PageProgress
@@ -28,6 +27,7 @@ from pilar.ingest_run import FilePageProgress, IngestRun, Progress
 from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
                          Neighborhood, Packet, Page, RankedPage, Scope, SearchResult, Support,
                          Unit, check_collection)
+from pilar.query import Query, check_profile, check_scope, options, unknown_scope
 from pilar.packing.packet import PageEvidence, assemble
 from pilar.packing.selection import UnitSelector
 from pilar.packing.statistics import fill_stats, refresh_stats
@@ -42,22 +42,6 @@ if TYPE_CHECKING:
 
 PAGE_CACHE = 1024
 """Pages whose supports and units a :class:`Pilar` keeps in memory for packing."""
-_WORDY = re.compile(r"[^\W_]")
-"""A letter or digit: a question without one has nothing to search for."""
-
-
-def _scope(collections: list[str] | None, doc_ids: list[str] | None) -> Scope:
-    """The :class:`~pilar.model.Scope` of a read; raises ``TypeError`` when
-    ``collections`` or ``doc_ids`` is not None or a list of strings and
-    ``ValueError`` for a string that is no collection name
-    (:func:`~pilar.model.check_collection`)."""
-    for name, value in (("collections", collections), ("doc_ids", doc_ids)):
-        if value is not None and (isinstance(value, str)
-                                  or not all(isinstance(v, str) for v in value)):
-            raise TypeError(f"{name} must be a list of strings, got {value!r}")
-    for name in collections or ():
-        check_collection(name, "collections")
-    return Scope.of(collections, doc_ids)
 
 
 EMPTY_STORE = "the store holds no documents: add some with `pilar ingest PATH`"
@@ -130,9 +114,7 @@ class Pilar:
         one per profile (its bridge expansion keeps per-page caches).
 
         Raises ``ValueError`` for a profile not in :data:`pilar.config.PROFILES`."""
-        if profile is not None and profile not in PROFILES:
-            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-        profile = profile or self.settings.profile
+        profile = check_profile(self.settings.profile if profile is None else profile)
         with self._retrievers_lock:
             found = self._retrievers.get(profile)
             if found is None:
@@ -258,41 +240,56 @@ class Pilar:
         ``collections`` and ``doc_ids`` (None = all) limit the pages, inside
         the index's BM25 and kNN queries and for expanded pages alike.
 
-        Raises ``ValueError`` for an empty question, one without a letter or
-        digit (punctuation, control or format characters only), one longer than
-        ``PILAR_MAX_QUERY_CHARS`` characters, a budget under
-        :data:`~pilar.config.MIN_BUDGET` tokens, ``k < 1`` or an unknown
-        profile; ``TypeError`` when ``budget`` or ``k`` is not an int (or the
-        scopes not lists of strings) and ``ValueError`` for a name that is no
-        collection name; :class:`~pilar.errors.EmptyStoreError` (before
-        loading any model) when the store holds no pages and the search is
-        not limited (a search limited to ``collections`` or ``doc_ids`` that
-        finds nothing has no pages, whether the store holds other documents
-        or none: a caller limited to some collections learns nothing of the
-        others); :class:`~pilar.errors.ConfigError` when the embedding or
-        reranker model cannot be loaded."""
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("the question is empty")
-        if not _WORDY.search(question):
-            raise ValueError("the question has no words (no letter or digit)")
-        limit = self.settings.max_query_chars
-        if len(question) > limit:
-            raise ValueError(f"the question is {len(question):,} characters, over the "
-                             f"{limit:,}-character limit (PILAR_MAX_QUERY_CHARS)")
-        budget, k = self._budget_k(budget, k)
-        scope = _scope(collections, doc_ids)
-        retriever = self.retriever(profile)
+        Raises what :meth:`query` raises for the request (the limits and
+        messages of :mod:`pilar.query`: ``ValueError``, ``TypeError``,
+        :class:`~pilar.errors.UnknownScopeError` for named collections or
+        ids holding no document, the same on every face);
+        :class:`~pilar.errors.EmptyStoreError` (before loading any model)
+        when the store holds no pages and the search is not limited;
+        :class:`~pilar.errors.ConfigError` when the embedding or reranker
+        model cannot be loaded."""
+        q = self.query(question, budget, k, profile, collections, doc_ids)
+        retriever = self.retriever(q.profile)
+        scope = q.scope
         # the page count is read until the store is seen holding pages, and
         # again only when a search finds nothing (one round trip less per search)
         if scope.unlimited:
             if not self._held_pages and self.index.count() == 0:
                 raise EmptyStoreError(EMPTY_STORE)
             self._held_pages = True
-        pages = retriever.search(question, k, None if scope.unlimited else scope)
+        pages = retriever.search(q.question, q.k, None if scope.unlimited else scope)
         if not pages and scope.unlimited and self.index.count() == 0:
             self._held_pages = False
             raise EmptyStoreError(EMPTY_STORE)
-        return SearchResult(question=question, pages=pages, packet=self.pack(question, pages, budget))
+        return SearchResult(question=question, pages=pages,
+                            packet=self.pack(question, pages, q.budget))
+
+    def query(self, question, budget=None, k=None, profile=None, collections=None,
+              doc_ids=None) -> Query:
+        """The checked request of a read (:meth:`pilar.query.Query.of`, this
+        object's settings giving defaults and limits); raises what it raises,
+        and :class:`~pilar.errors.UnknownScopeError` when ``collections`` or
+        ``doc_ids`` name any that hold no stored document (read before any
+        model loads)."""
+        q = Query.of(self.settings, question, budget, k, profile, collections, doc_ids)
+        self.require_scope(q.scope)
+        return q
+
+    def require_scope(self, scope: Scope) -> None:
+        """Raise :class:`~pilar.errors.UnknownScopeError` unless every
+        collection and document id of ``scope`` holds a stored document
+        within the rest of it."""
+        if scope.unlimited:
+            return
+        names = list(scope.collections) if scope.collections is not None else None
+        stored = self.graph.documents(list(scope.doc_ids) if scope.doc_ids else None,
+                                      collections=names)
+        if scope.collections and (absent := [c for c in scope.collections
+                                             if c not in {d.collection for d in stored}]):
+            raise UnknownScopeError(unknown_scope(absent, [], True))
+        if scope.doc_ids is not None and (absent := [
+                d for d in scope.doc_ids if d not in {doc.doc_id for doc in stored}]):
+            raise UnknownScopeError(unknown_scope([], absent, scope.collections is not None))
 
     def ask(self, question: str, budget: int | None = None, k: int | None = None,
             profile: str | None = None, collections: list[str] | None = None,
@@ -308,12 +305,14 @@ class Pilar:
         :class:`~pilar.reader.AnswerStream` of text deltas. ``collections``
         and ``doc_ids`` limit the pages as in :meth:`search`.
 
-        Raises :class:`~pilar.errors.ReaderNotConfiguredError` when no model
+        Raises what :meth:`query` raises for a bad request (checked first,
+        as every face checks it), then
+        :class:`~pilar.errors.ReaderNotConfiguredError` when no model
         server is configured, :class:`~pilar.errors.LLMError` kinds when the
         server fails (timeout, 5xx, refusal, empty reply), and what
-        :meth:`search` raises for bad arguments."""
+        :meth:`search` raises."""
+        budget = self.query(question, budget, k, profile, collections, doc_ids).budget
         self.reader  # noqa: B018 - no reader: say so before retrieving
-        budget = self.settings.budget if budget is None else budget
         hit = self.search(question, budget=self._text_budget(budget), k=k, profile=profile,
                           collections=collections, doc_ids=doc_ids)
         return self._read(question, hit.packet, budget, stream)
@@ -322,7 +321,7 @@ class Pilar:
         """The packet's share of ``budget`` (tokens): all of it, or without
         ``PILAR_READER_IMAGE_SHARE`` when crops go to a VLM reader."""
         s = self.settings
-        if s.reader_images and isinstance(budget, int):
+        if s.reader_images:
             return max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
         return budget
 
@@ -348,19 +347,6 @@ class Pilar:
         return reader.stream(question, context, images) if stream else reader.answer(
             question, context, images)
 
-    def _budget_k(self, budget: int | None, k: int | None) -> tuple[int, int]:
-        """``(budget, k)`` with settings' defaults, checked as :meth:`search` says."""
-        budget = self.settings.budget if budget is None else budget
-        k = self.settings.top_k if k is None else k
-        for name, value in (("budget", budget), ("k", k)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
-        if budget < MIN_BUDGET:
-            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens, got {budget}")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
-        return budget, k
-
     def evaluate(self, questions: str | Path | list[Question], budget: int | None = None,
                  k: int | None = None, profile: str | None = None, limit: int | None = None,
                  progress: Callable[[int, int], None] | None = None, reader: bool = False,
@@ -384,8 +370,8 @@ class Pilar:
         :class:`~pilar.errors.ReaderNotConfiguredError` with ``reader`` and
         no model server, and the errors of :meth:`search` for bad ``budget``,
         ``k``, ``profile`` or ``collections``."""
-        budget, k = self._budget_k(budget, k)
-        scope = _scope(collections, None)
+        budget, k, profile, scope = options(self.settings, budget, k, profile, collections)
+        self.require_scope(scope)
         if reader:
             self.reader  # noqa: B018 - no reader: say so before the first question
         retriever = self.retriever(profile)
@@ -418,7 +404,7 @@ class Pilar:
             return got
 
         report = evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
-                          profile=profile or self.settings.profile, progress=progress,
+                          profile=profile, progress=progress,
                           notes=notes,
                           prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
                           batch=QUERY_CACHE // 2)
@@ -496,7 +482,7 @@ class Pilar:
         """Entities (of ``collections`` when given) whose name or aliases
         share words with ``query`` (full-text, best first, at most ``limit``).
         Raises ``ValueError`` for a name that is no collection name."""
-        scope = _scope(collections, None)
+        scope = check_scope(collections, None)
         return self.graph.entity_candidates(query, limit, None if scope.collections is None
                                             else list(scope.collections))
 
@@ -520,7 +506,7 @@ class Pilar:
         """Stored (``ready``) documents, oldest first; only those in
         ``collections`` when given. Raises ``ValueError`` for a name that is
         no collection name."""
-        _scope(collections, None)
+        check_scope(collections, None)
         return self.graph.documents(collections=collections)
 
     def delete(self, doc_id: str) -> bool:

@@ -152,7 +152,7 @@ def page_index(request, tmp_path):
     if request.param.startswith("sqlite"):
         from pilar.retrieval.dense import AnnDense, ExactDense
         from pilar.retrieval.sqlite import SqlitePageIndex
-        from pilar.stores import SqliteDatabase
+        from pilar.db import SqliteDatabase
 
         db = SqliteDatabase(tmp_path / "pilar.sqlite")
         dense = AnnDense(db, tmp_path / "dense") if request.param == "sqlite-ann" else ExactDense(db)
@@ -169,7 +169,7 @@ def graph_store(request, tmp_path):
     store tests): a real SQLite file, and the real Neo4j when NEO4J_URI is set."""
     if request.param == "sqlite":
         from pilar.graph.sqlite import SqliteGraphStore
-        from pilar.stores import SqliteDatabase
+        from pilar.db import SqliteDatabase
 
         yield SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     else:

@@ -280,10 +280,10 @@ def test_search_in_a_scope_without_documents_says_so_before_loading_a_model(stor
     env = {"PILAR_EMBEDDING_MODEL": str(tmp_path)}
     r = pilar("search", "kanpur", "--collection", "nope", "--home", str(store), cwd=store, env=env)
     assert (r.code, r.stderr.splitlines()) == \
-        (1, ["error: no documents in collection 'nope': `pilar docs` lists them"])
+        (1, ["error: no documents in collection 'nope': list them with `pilar docs` or GET /v1/documents"])
     r = pilar("search", "kanpur", "--doc", "abc", "--doc", "def", "--json", "--home", str(store),
               cwd=store, env=env)
-    message = "no document with ids 'abc', 'def': `pilar docs` lists them"
+    message = "no document with ids 'abc', 'def': list them with `pilar docs` or GET /v1/documents"
     assert (r.code, r.first) == (1, f"error: {message}")
     assert json.loads(r.stdout)["error"] == message
     doc_id = json.loads(pilar("docs", "--json", "--home", str(store), cwd=store).stdout)[0]["doc_id"]
@@ -365,9 +365,9 @@ def test_search_help_shows_defaults_and_limits(tmp_path: Path):
     r = pilar("search", "--help", cwd=tmp_path)
     assert r.code == 0
     text = " ".join(r.stdout.split())
-    assert "--budget TOKENS packet token budget, at least 32 [default: PILAR_BUDGET or 4500]" \
-        in text
-    assert "--k N pages to rank, at least 1 [default: PILAR_TOP_K or 10]" in text
+    assert ("--budget TOKENS packet token budget, 32 to PILAR_MAX_BUDGET (32768) "
+            "[default: PILAR_BUDGET or 4500]") in text
+    assert "--k N pages to rank, 1 to PILAR_MAX_K (100) [default: PILAR_TOP_K or 10]" in text
     assert "--collection NAME only documents of this collection" in text
     assert "<bool>" not in r.stdout and "<list[str]>" not in r.stdout
 

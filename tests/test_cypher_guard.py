@@ -17,7 +17,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
-from pilar.graph.explore import CypherError
+from pilar.errors import CypherError
 from tests.conftest import FIXTURES
 from tests.test_cli import pilar
 

@@ -11,7 +11,7 @@ import pytest
 from pilar.model import Page, Scope
 from pilar.retrieval.dense import AnnDense, ExactDense
 from pilar.retrieval.sqlite import SqlitePageIndex
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 pytest.importorskip("usearch")
 DIM = 16

@@ -44,10 +44,26 @@ def test_options_taking_a_value_name_it(name, command):
 @pytest.mark.parametrize("name", ["search", "ask", "eval"])
 def test_budget_and_k_help_give_defaults_and_limits(name):
     params = {p.name: p for p in CLI.commands[name].params}
-    assert "at least 32 [default: PILAR_BUDGET or 4500]" in params["budget"].help
-    assert "at least 1 [default: PILAR_TOP_K or 10]" in params["k"].help
+    assert "32 to PILAR_MAX_BUDGET (32768) [default: PILAR_BUDGET or 4500]" \
+        in params["budget"].help
+    assert "1 to PILAR_MAX_K (100) [default: PILAR_TOP_K or 10]" in params["k"].help
 
 
 def test_main_options_have_help():
     assert [p.name for p in CLI.params if not p.help] == []
     assert "version" in [p.name for p in CLI.params]
+
+
+def test_every_setting_has_a_description_and_the_readme_table_is_current():
+    """`pilar config --markdown` (from Settings, the one source) is the
+    README's "All settings" table; every setting says what it is."""
+    from typer.testing import CliRunner
+
+    from pilar.cli.settings import settings_rows
+
+    assert [env for env, _, text in settings_rows() if not text] == []
+    printed = CliRunner().invoke(app, ["config", "--markdown"])
+    assert printed.exit_code == 0, printed.output
+    block = README.split("<!-- settings: begin (pilar config --markdown) -->\n")[1]
+    assert block.split("\n<!-- settings: end -->")[0] == printed.stdout.rstrip("\n")
+    assert "| `PILAR_MAX_BUDGET` | `32768` |" in block

@@ -370,3 +370,7 @@ def test_neighborhood_hops_and_document_filter(graph_store):
     assert {s.doc_id for s in only_a.supports} == {ad} and only_a.pages == [a.pages[0].page_id]
     assert neighborhood(graph_store, "person:nobody") is None
     assert neighborhood(graph_store, "person:krishna tower", doc_ids={"0000000000000000"}) is None
+    # the per-entity cap: two assertions at a cap of 1 are cut, under a cap of 3 they are not
+    assert (one.truncated, two.truncated) == (False, False)
+    cut = neighborhood(graph_store, "person:krishna tower", depth=1, limit=1)
+    assert cut.truncated and len(cut.assertions) < len(one.assertions)

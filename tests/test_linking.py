@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pilar.config import Settings
-from pilar.graph.linking import link_across, match
+from pilar.graph.linking import link_across, link_batch, match
 from pilar.graph.sqlite import SqliteGraphStore
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 from pilar.ingest import parse
 from pilar.model import Entity, SameAs
 from tests.conftest import FIXTURES
@@ -104,6 +104,28 @@ def test_an_alias_reaches_the_canonical_pages_through_the_graph(graph_store, wtq
     assert _pages_via_same_as(graph_store, "LSU") == {canonical_doc.pages[0].page_id}
     assert _pages_via_same_as(graph_store, "Louisiana State University") == {
         alias_doc.pages[0].page_id}
+
+
+def _links(links: list[SameAs]) -> list[tuple]:
+    return sorted((l.source, l.target, l.method, round(l.score, 4)) for l in links)
+
+
+def test_a_batch_links_as_if_its_documents_were_stored_one_by_one(graph_store, wtq_pages):
+    """Documents written together (one transaction) link to each other's
+    entities as they would had each been stored before the next."""
+    one_by_one = [_ingest(graph_store, wtq_pages / name) for name in (CANONICAL_PAGE, ALIAS_PAGE)]
+    expected = [_links(d.same_as) for d in one_by_one]
+    assert expected[0] == [] and ("organization:lsu", "organization:louisiana state university",
+                                  "alias", 0.9) in expected[1]
+    for d in one_by_one:
+        graph_store.delete_document(d.document.doc_id)
+    assert graph_store.stats()["entities"] == 0
+    batch = [parse(wtq_pages / name) for name in (CANONICAL_PAGE, ALIAS_PAGE)]
+    link_batch(batch, graph_store)
+    assert [_links(d.same_as) for d in batch] == expected
+    graph_store.write_documents([(d, []) for d in batch])
+    assert graph_store.stats()["SAME_AS"] == len(expected[1])
+    assert _pages_via_same_as(graph_store, "LSU") == {batch[0].pages[0].page_id}
 
 
 def test_stored_entities_are_not_linked_again(tmp_path, wtq_pages):

@@ -48,14 +48,14 @@ def _check_split(graph_store, a: str, b: str) -> None:
 
 
 def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monkeypatch):
-    import pilar.stores
+    import pilar.db
+    from pilar.db import SqliteDatabase
     from pilar.graph.sqlite import SqliteGraphStore
     from pilar.migrations import migration_files
-    from pilar.stores import SqliteDatabase
 
     files = migration_files("sqlite", ".sql")
     assert [v for v, _ in files][8:] == [9, 10]
-    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:8])
+    monkeypatch.setattr(pilar.db, "migration_files", lambda *_: files[:8])
     old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     a, b = _legacy(old)
     old.close()
@@ -67,13 +67,13 @@ def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monke
 
 
 def test_sqlite_store_before_unit_statistics_gets_them_on_first_search(tmp_path, monkeypatch):
-    import pilar.stores
+    import pilar.db
     from pilar import Pilar
     from pilar.migrations import migration_files
 
     files = migration_files("sqlite", ".sql")
     assert files[9][0] == 10 and files[9][1].name == "0010_unit_statistics.sql"
-    monkeypatch.setattr(pilar.stores, "migration_files", lambda *_: files[:9])
+    monkeypatch.setattr(pilar.db, "migration_files", lambda *_: files[:9])
     old = Pilar(home=tmp_path)
     old.writer.unit_stats = lambda units: None  # as a version without them wrote
     (r,) = old.ingest([FIXTURES / "corpus" / "204-541.html"])

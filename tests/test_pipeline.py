@@ -145,6 +145,7 @@ def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
     ``default``, ``team-a`` and ``team-b`` are three documents (ids, sources,
     entities of their own); within a collection the duplicate rules hold;
     deleting one leaves the others whole."""
+    from pilar.errors import UnknownScopeError
     from pilar.ingest import document_id
 
     p = Pilar(home=tmp_path / "home")
@@ -174,7 +175,8 @@ def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
                    for e in p.entities("ratan planet", collections=[c]))
     assert p.delete(ids["team-a"]) is True
     assert {d.collection for d in p.docs()} == {"default", "team-b"}
-    assert p.search(q, collections=["team-a"], budget=400).pages == []
+    with pytest.raises(UnknownScopeError):  # its only document is gone
+        p.search(q, collections=["team-a"], budget=400)
     for c in ("default", "team-b"):
         assert {pg.doc_id for pg in p.search(q, collections=[c], budget=400).pages} == {ids[c]}
     assert p.entities("ratan planet", collections=["team-a"]) == []
@@ -182,14 +184,19 @@ def test_the_same_bytes_in_two_collections_are_two_documents(tmp_path: Path):
 
 def test_a_limited_search_finding_nothing_says_nothing_of_other_collections(tmp_path: Path):
     """On an empty store and on one holding only another collection, a
-    search limited to ``team-a`` gets the same: no pages."""
+    search limited to ``team-a`` gets the same error, before any model loads."""
+    from pilar.errors import UnknownScopeError
+
     p = Pilar(home=tmp_path / "home")
     q = "what is the tallest building in kanpur?"
-    empty = p.search(q, collections=["team-a"], budget=400)
-    p.ingest([CORPUS / "204-541.html"], collection="team-b")
-    other = p.search(q, collections=["team-a"], budget=400)
-    assert (empty.pages, other.pages) == ([], [])
-    assert (empty.packet.text, empty.packet.citations) == (other.packet.text, [])
+    told = []
+    for _ in range(2):
+        with pytest.raises(UnknownScopeError) as caught:
+            p.search(q, collections=["team-a"], budget=400)
+        told.append(str(caught.value))
+        p.ingest([CORPUS / "204-541.html"], collection="team-b")
+    assert told == ["no documents in collection 'team-a': list them with `pilar docs` or "
+                    "GET /v1/documents"] * 2
 
 
 def test_files_in_folders_that_are_not_documents_are_reported_skipped(tmp_path: Path):

@@ -18,6 +18,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.errors import StoreError
 from pilar.retrieval.embeddings import group_leaders
 from tests.conftest import FIXTURES, ROOT
 
@@ -95,6 +96,37 @@ def test_replacing_a_document_leaves_only_the_new_version(stack, tmp_path):
     assert p.index.bm25("Colquhoun", 5).keys() == {f"{second.doc_id}:1"}
 
 
+def test_a_batch_is_written_together_and_a_bad_document_fails_alone(stack, monkeypatch):
+    from pilar.ingest import document_id, new_document
+
+    p = Pilar(settings=stack)
+    writes: list[list[str]] = []
+    original = type(p.index).add_documents
+    poisoned: list[str] = []
+
+    # FAULT INJECTION: the index refuses any write holding the poisoned document
+    def add_documents(self, docs):
+        ids = [d.pages[0].doc_id for d in docs]
+        writes.append(ids)
+        if set(ids) & set(poisoned):
+            original(self, [d for d in docs if d.pages[0].doc_id not in poisoned])
+            raise StoreError("index write refused (injected)")
+        original(self, docs)
+
+    monkeypatch.setattr(type(p.index), "add_documents", add_documents)
+    poisoned.append(document_id(new_document(SOPHIE.read_bytes(), "", "").sha256, "default"))
+    results = p.ingest([KANPUR, SOPHIE, OTHER])
+    assert [r.status for r in results] == ["ingested", "failed", "ingested"]
+    assert results[1].reason == "index write refused (injected)"
+    # one write for the batch, then each document alone
+    kanpur, sophie, other = results[0].doc_id, poisoned[0], results[2].doc_id
+    assert writes == [[kanpur, sophie, other], [kanpur], [sophie], [other]]
+    assert {d.doc_id: d.status for d in p.graph.documents(statuses=None)} == {
+        results[0].doc_id: "ready", results[2].doc_id: "ready"}
+    assert p.index.count() == 2
+    assert _page_ids(p, "what is the tallest building in kanpur?")[0] == f"{results[0].doc_id}:1"
+
+
 # -- SIGKILL mid-document ------------------------------------------------------------
 
 _CHILD = """
@@ -106,7 +138,7 @@ p = Pilar(settings=settings)
 stage = sys.argv[2]
 # FAULT INJECTION: stop at a stage of the write protocol and wait for SIGKILL
 target = p.index if stage == "index" else p.graph
-name = "add_pages" if stage == "index" else "write_document"
+name = "add_documents" if stage == "index" else "write_documents"
 original = getattr(target, name)
 def paused(*args, **kwargs):
     if stage == "index":

@@ -24,6 +24,7 @@ import pytest
 from tests.serving import ROOT, ApiServer, wait_job
 
 KEY = "web-test-key-7f3a"
+TEAM = "web-team-key-51c0"  # limited to collection team-a
 SHOTS = ROOT / "bench" / "out" / "web"
 PDF = ROOT / "examples" / "203-788.pdf"  # "Kurt Maschler Award", 2 pages
 HTML = ROOT / "examples" / "204-541.html"  # "List of tallest buildings in Kanpur"
@@ -39,7 +40,8 @@ WAIT = 120_000  # ms Playwright waits for a step at most (ingest embeds on a sha
 def server(tmp_path_factory):
     """``pilar serve`` on loopback with PILAR_API_KEYS set."""
     srv = ApiServer(tmp_path_factory.mktemp("web-home"),
-                    {"PILAR_API_KEYS": KEY, "PILAR_GRAPH": "sqlite", "PILAR_INDEX": "sqlite"})
+                    {"PILAR_API_KEYS": f"{KEY},{TEAM}:team-a", "PILAR_GRAPH": "sqlite",
+                     "PILAR_INDEX": "sqlite"})
     yield srv.start()
     srv.stop()
 
@@ -227,7 +229,17 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     expected = api.post("/v1/search", json={"query": QUESTION, "budget_tokens": 1024, "k": 5}).json()
     items = expected["packet"]["items"]
     assert page.locator("#packet .item").count() == len(items) > 0
-    assert page.locator("#packet .item .why").count() == len(items)
+    # a page's score line once (on its first item), not on every row card
+    pages = {f"{it['citation']['doc_id']}:{it['citation']['page']}" for it in items}
+    assert page.locator("#packet .item .why").count() == len(pages) < len(items)
+    # the packet rendered: headings without their '#', a table's lines as table rows
+    texts = page.locator("#packet .item .text").all_inner_texts()
+    assert not [t for t in texts if t.lstrip().startswith("#") or "\n#" in t]
+    written = [line for it in items for line in it["text"].splitlines()]
+    assert page.locator("#packet .item .text .heading").count() == sum(
+        1 for line in written if line.startswith("#"))
+    assert page.locator("#packet .item .text table.rows tr").count() == sum(
+        1 for line in written if " | " in line and not line.startswith("#"))
     # no reader on this server: the answer panel says so in one line, the packet stays
     page.wait_for_selector("#answer[data-state=no-reader]")
     line = page.inner_text("#answer").strip()
@@ -301,6 +313,12 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     shown = " | ".join(h for h in headers[c["support_id"]] if h)  # empty header cells left out
     assert shown and shown in context
     shot(page, "06-html-citation.png")
+    # the next question clears the panel: the last page is not its evidence
+    page.click("#ask-form button[type=submit]")
+    page.wait_for_selector("#evidence", state="hidden")
+    assert page.locator("#ev-body *").count() == 0
+    page.locator("#packet .item").first.wait_for()
+    page.wait_for_selector("#answer[data-state=no-reader]")
 
     # -- entities: search, neighbourhood graph, click through to a page -------
     page.click("#tabs button[data-tab=entities]")
@@ -360,6 +378,50 @@ def test_explorer_walk_through(page, api, stored, tmp_path):
     assert page.locator("#docs tbody tr, #packet li, #ev-body *").count() == 0
     assert page.evaluate("sessionStorage.getItem('pilar.apiKey')") is None
     shot(page, "11-key-forgotten.png")
+
+
+@pytest.mark.browser
+def test_a_limited_key_picks_and_uploads_into_its_collection(page, server):
+    page.goto("/")
+    page.fill("#key-input", TEAM)
+    page.press("#key-input", "Enter")
+    page.wait_for_selector("#app:not([hidden])")
+    assert page.locator("#collection option").all_inner_texts() == ["team-a"]
+    assert page.input_value("#collection") == "team-a"
+    drop(page, [(HTML.name, HTML.read_bytes(), "text/html")])
+    job = page.locator(".job").first
+    state_of(job, "done")
+    with server.client(TEAM) as team:
+        docs = team.get("/v1/documents").json()["items"]
+    assert [(d["collection"], d["title"]) for d in docs] == [
+        ("team-a", "204-541")]  # the client's file name: the page has no title
+    page.locator(f"#docs tbody tr[data-doc-id='{docs[0]['doc_id']}']").wait_for()
+    page.click("#tabs button[data-tab=ask]")
+    page.fill("#question", "what is the tallest building in kanpur?")
+    page.click("#ask-form button[type=submit]")
+    page.locator("#packet .item").first.wait_for()
+    searched = [json.loads(r.post_data) for r in page.requests if r.url.endswith("/v1/search")]
+    assert searched == [{"query": "what is the tallest building in kanpur?",
+                         "collections": ["team-a"]}]  # budget and k: the server's defaults
+    cited = page.locator("#packet .item").evaluate_all(
+        "lis => [...new Set(lis.map(li => li.dataset.pageId.split(':')[0]))]")
+    assert cited == [docs[0]["doc_id"]]
+    shot(page, "12-limited-key.png")
+
+
+@pytest.mark.browser
+def test_api_documentation_pages_load_their_vendored_assets(page, server):
+    """/docs (Swagger UI) and /redoc (ReDoc) render from the package's own
+    files: no request leaves the server."""
+    page.goto("/docs")
+    page.wait_for_selector(".swagger-ui .info .title")
+    assert page.inner_text(".swagger-ui .info .title").startswith("pilar")
+    assert page.locator(".swagger-ui .opblock").count() > 10
+    page.goto("/redoc")
+    page.wait_for_selector("redoc h1, [role=main] h1, h1")
+    assert page.locator("h1").first.inner_text().startswith("pilar")
+    assert [r.url for r in page.requests
+            if not r.url.startswith((server.url, "data:", "blob:"))] == []
 
 
 def _image(png: bytes):

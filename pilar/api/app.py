@@ -29,9 +29,15 @@ ROUTERS = [health.routes, documents.routes, search.routes, answer.routes, evalua
 log = logging.getLogger("pilar.api")
 
 
+KEY_NEEDED = "a valid API key is needed (Authorization: Bearer KEY or X-API-Key: KEY)"
+
+
 class McpGate:
-    """ASGI wrapper of the MCP endpoint: 401 problem unless the request's
-    key is valid (when keys are configured)."""
+    """ASGI wrapper of the MCP endpoint: 401 unless the request's key is
+    valid (when keys are configured). An MCP client (it accepts
+    ``text/event-stream``) gets the refusal as a JSON-RPC error its SDK
+    shows (``message`` the detail, ``data`` the problem); anyone else
+    problem+json."""
 
     def __init__(self, app, keyring: Keyring):
         self.app = app
@@ -40,10 +46,18 @@ class McpGate:
     async def __call__(self, scope, receive, send):
         from starlette.datastructures import Headers
 
-        if self.keyring.authenticate(Headers(scope=scope)) is None:
-            response = problems.problem(401, "a valid API key is needed (Authorization: Bearer "
-                                        "KEY or X-API-Key: KEY)",
-                                        headers={"WWW-Authenticate": "Bearer"})
+        headers = Headers(scope=scope)
+        if self.keyring.authenticate(headers) is None:
+            challenge = {"WWW-Authenticate": "Bearer"}
+            if "text/event-stream" in headers.get("accept", ""):
+                from fastapi.responses import JSONResponse
+
+                response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32600, "message": KEY_NEEDED,
+                    "data": problems.problem_body(401, KEY_NEEDED)}},
+                    status_code=401, headers=challenge)
+            else:
+                response = problems.problem(401, KEY_NEEDED, headers=challenge)
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -165,7 +179,8 @@ def create_app(pilar: Pilar) -> FastAPI:
                   description="Page-grounded evidence for document question answering: "
                               "ingest, search (the agent tool), answers with citations, "
                               "evaluation, pages, graph exploration.",
-                  max_body_size=settings.api_max_body_bytes)
+                  max_body_size=settings.api_max_body_bytes,
+                  docs_url=None, redoc_url=None)  # served with vendored assets (routes.web)
     app.state.pilar, app.state.keyring, app.state.rate_limiter = pilar, keyring, limiter
     app.state.paths = paths
     problems.install(app)

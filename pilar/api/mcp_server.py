@@ -2,37 +2,118 @@
 ``get_page`` and ``cypher``, served over streamable HTTP at ``/mcp`` by the
 app and over stdio by ``pilar mcp``.
 
-The tools are the REST routes' own code (:func:`~pilar.api.routes.search.run_search`,
-:func:`~pilar.api.routes.answer.run_answer`, :func:`~pilar.api.routes.graph.run_cypher`,
-the scoping of :mod:`pilar.api.scoping`), so validation, limits and
-collection scoping and the sources shown (never a server path) are the same. Over HTTP every
-tool call is authenticated with the request's
-headers (the ``/mcp`` gate refuses calls without a valid key first); over
-stdio the caller is the local user and sees every collection.
+Agents first: ``search``'s text is the numbered packet (``[1] ...`` per
+item, its citation on one short line below: :func:`packet_text`), its
+structured content the whole :class:`~pilar.api.models.SearchResponse`.
+Each tool's input schema is the JSON schema of the request model REST
+uses (:func:`~pilar.api.models.search_request` and the rest, limits from
+``Settings``, unknown arguments refused), and arguments are validated by
+that model. A refused call is a JSON-RPC error (never a tool result):
+``code`` -32602 (invalid params) for a 4xx problem, -32603 for a 5xx one,
+``message`` the problem's detail, ``data`` the problem (the REST body of
+the same request, :func:`pilar.api.problems.described`). Tools are listed
+only when they can work for the caller: ``answer`` with a reader
+configured, ``cypher`` on Neo4j for a key not limited to collections.
+
+The tools are the REST routes' own code, so scoping and the sources shown
+(never a server path) are the same. Over HTTP every tool call is
+authenticated with the request's headers (the ``/mcp`` gate refuses calls
+without a valid key first); over stdio the caller is the local user and
+sees every collection.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import ValidationError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from pilar import Pilar
 from pilar.api import scoping
 from pilar.api.auth import OPEN, Access, Keyring, presented
+from pilar.api.models import (AnswerResponse, CypherRequest, CypherResponse, PageOut,
+                              SearchResponse, answer_request, search_request)
 from pilar.api.paths import ServerPaths
-from pilar.api.models import (AnswerRequest, AnswerResponse, CypherRequest, CypherResponse,
-                              PageOut, SearchRequest, SearchResponse)
+from pilar.api.problems import described, problem_body
 from pilar.api.ratelimit import RateLimiter, caller_id
-from pilar.errors import LLMError, ReaderNotConfiguredError
 from pilar.graph.neo4j_guard import RULES
 
-INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence packets: call "
-                "`search` with the question, cite packet lines by their [n] markers (or call "
-                "`answer` for pilar's reader's cited answer when it has one), open a "
-                "page with `get_page`, explore the graph with read-only `cypher` (Neo4j only).")
+INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence: call `search` "
+                "with the question; its text is a packet of numbered excerpts ([1] ..., each "
+                "followed by its source), cite them by their [n] (or call `answer` for pilar's "
+                "reader's cited answer when it is listed); open a page with `get_page`; "
+                "explore the graph with read-only `cypher` when it is listed.")
+
+
+def packet_text(response: SearchResponse) -> str:
+    """The packet as an agent reads it: per item ``[n] text`` and, on the
+    next line, ``    -- file, page N, table T row R`` (its citation in one
+    short line: the section path is in the packet's own headings, the rest
+    in the structured content); items numbered from 1 as ``answer`` cites
+    them. An empty packet says so."""
+    items = response.packet.items
+    if not items:
+        return "no evidence found for this question"
+    return "\n".join(f"[{n}] {item.text}\n    -- {_short(item.citation)}"
+                     for n, item in enumerate(items, 1))
+
+
+def _short(c) -> str:
+    """``report.pdf, page 3, table 0 row 4 col 1`` of a citation."""
+    cell = "" if c.table_index is None else f", table {c.table_index}"
+    cell += f" row {c.row}" if c.row is not None and cell else ""
+    cell += f" col {c.col}" if c.col is not None and cell else ""
+    return f"{PurePath(c.source).name}, page {c.page}{cell}"
+
+
+class PageRequest(BaseModel):
+    """``get_page``'s arguments (``limit`` is added with the pages route's bounds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    page_id: str = Field(min_length=1, max_length=1000,
+                         description="a page id `doc_id:number`, as cited by `search`")
+    offset: int = Field(0, ge=0, description="index of the first support returned")
+
+
+class _Arguments(ArgModelBase):
+    """The SDK's argument model of every pilar tool: any arguments, passed
+    whole to the tool, whose own request model checks them (so a refusal is
+    a JSON-RPC error, not the SDK's tool result)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.model_extra or {})}
+
+
+def refusal(exc: Exception) -> MCPError:
+    """The JSON-RPC error of a refused or failed call (see the module doc)."""
+    status, detail = described(exc)
+    return MCPError(INVALID_PARAMS if status < 500 else INTERNAL_ERROR, detail,
+                    problem_body(status, detail))
+
+
+class PilarMCP(MCPServer):
+    """:class:`MCPServer` whose tool list depends on the caller: a tool is
+    listed when ``listed(name, headers)`` says it can work (headers None
+    over stdio)."""
+
+    def __init__(self, listed: Callable[[str, Any], bool], **kwargs):
+        super().__init__(**kwargs)
+        self._listed = listed
+
+    async def _handle_list_tools(self, ctx, params):
+        result = await super()._handle_list_tools(ctx, params)
+        headers = getattr(ctx.request, "headers", None) if ctx is not None else None
+        result.tools = [t for t in result.tools if self._listed(t.name, headers)]
+        return result
 
 
 def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
@@ -45,9 +126,28 @@ def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
     from pilar.api.routes.graph import run_cypher
     from pilar.api.routes.pages import MAX_SUPPORTS_LIMIT, SUPPORTS_LIMIT, page_out
     from pilar.api.routes.search import SEARCH_DESCRIPTION, run_search
+    from pilar.llm import Endpoint
+
+    settings = pilar.settings
+    try:
+        Endpoint.reader(settings)
+        has_reader = True
+    except Exception:  # noqa: BLE001 - no reader configured: `answer` is not listed
+        has_reader = False
+
+    def access(headers) -> Access | None:
+        return OPEN if headers is None else keyring.authenticate(headers)
+
+    def listed(name: str, headers) -> bool:
+        if name == "answer":
+            return has_reader
+        if name == "cypher":
+            found = access(headers)
+            return settings.graph == "neo4j" and found is not None and found.unlimited
+        return True
 
     # warnings and errors only: the SDK's INFO records (a line per request) are noise
-    server = MCPServer("pilar", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = PilarMCP(listed, name="pilar", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def caller(ctx: Context, operation: str | None = None) -> Access:
         """The call's access; with ``operation``, counted against the rate limit."""
@@ -55,76 +155,74 @@ def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
             headers = ctx.headers
         except ValueError:  # no request context: an in-process call
             headers = None
-        if headers is None:  # stdio: the local user
-            return OPEN
-        found = keyring.authenticate(headers)
+        found = access(headers)
         if found is None:
-            raise ToolError("a valid API key is needed")
-        if operation and limiter is not None:
+            raise MCPError(INVALID_PARAMS, "a valid API key is needed",
+                           problem_body(401, "a valid API key is needed"))
+        if headers is not None and operation and limiter is not None:
             client = getattr(ctx.request_context.request, "client", None)
             who = caller_id(presented(headers) if keyring.enabled else None,
                             client.host if client else None)
             refused = limiter.refusal(operation, who)
             if refused:
-                raise ToolError(refused[0])
+                raise MCPError(INVALID_PARAMS, refused[0], problem_body(429, refused[0]))
         return found
 
-    def refuse(exc: Exception) -> ToolError:
-        if isinstance(exc, ValidationError):
-            e = exc.errors()[0]
-            return ToolError(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}")
-        detail = getattr(exc, "detail", None) or str(exc)
-        return ToolError(str(detail).splitlines()[0])
+    def tool(name: str, description: str, model: type[BaseModel], output: type[BaseModel],
+             run: Callable[[BaseModel, Context], Any]) -> None:
+        """Register tool ``name``: arguments checked by ``model`` (its JSON
+        schema is the input schema), ``run(request, ctx)``'s result as
+        structured content (``output``'s schema) and as JSON text unless
+        ``run`` returns a :class:`CallToolResult` itself."""
+        def call(arguments: dict, ctx: Context):
+            try:
+                return run(model.model_validate(arguments), ctx)
+            except MCPError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every refusal becomes a JSON-RPC error
+                raise refusal(exc) from None
 
-    @server.tool(description=SEARCH_DESCRIPTION)
-    def search(query: str, ctx: Context, budget_tokens: int = 4500, k: int | None = None,
-               profile: str | None = None, doc_ids: list[str] | None = None,
-               collections: list[str] | None = None) -> SearchResponse:
-        try:
-            req = SearchRequest(query=query, budget_tokens=budget_tokens, k=k, profile=profile,
-                                doc_ids=doc_ids, collections=collections)
-            return run_search(pilar, caller(ctx, "search"), req, paths.shown)
-        except (ValidationError, ValueError, TypeError) as exc:
-            raise refuse(exc) from None
+        call.__name__ = name
+        server.add_tool(call, name=name, description=description)
+        registered = server._tool_manager.get_tool(name)
+        registered.fn_metadata.arg_model = _Arguments
+        registered.parameters = model.model_json_schema()
+        registered.parameters.pop("title", None)
+        registered.fn_metadata.output_model = output
+        registered.fn_metadata.output_schema = output.model_json_schema()
 
-    @server.tool(description=ANSWER_DESCRIPTION)
-    def answer(question: str, ctx: Context, budget_tokens: int = 4500, k: int | None = None,
-               profile: str | None = None, doc_ids: list[str] | None = None,
-               collections: list[str] | None = None) -> AnswerResponse:
-        try:
-            req = AnswerRequest(question=question, budget_tokens=budget_tokens, k=k,
-                                profile=profile, doc_ids=doc_ids, collections=collections)
-            return run_answer(pilar, caller(ctx, "answer"), req, paths.shown)
-        except (ValidationError, ValueError, TypeError, ReaderNotConfiguredError) as exc:
-            raise refuse(exc) from None
-        except LLMError as exc:
-            raise ToolError(f"reader failed: {exc}") from None
+    def search(req, ctx: Context) -> CallToolResult:
+        response = run_search(pilar, caller(ctx, "search"), req, paths.shown)
+        return CallToolResult(content=[TextContent(type="text", text=packet_text(response))],
+                              structured_content=response.model_dump(mode="json"))
 
-    @server.tool(description="A page (id `doc_id:number`, as cited by `search`): its text and "
-                             "supports with provenance (section path, bbox in PDF points, "
-                             f"table cell), `limit` supports (1 to {MAX_SUPPORTS_LIMIT}) from "
-                             "`offset`; `next_offset` is where the next slice starts, null "
-                             "at the end.")
-    def get_page(page_id: str, ctx: Context, offset: int = 0,
-                 limit: int = SUPPORTS_LIMIT) -> PageOut:
-        if offset < 0 or not 1 <= limit <= MAX_SUPPORTS_LIMIT:
-            raise ToolError(f"offset must be 0 or more and limit 1 to {MAX_SUPPORTS_LIMIT}")
-        found = scoping.page(pilar, caller(ctx), page_id)
+    def answer(req, ctx: Context) -> AnswerResponse:
+        return run_answer(pilar, caller(ctx, "answer"), req, paths.shown)
+
+    def get_page(req: PageRequest, ctx: Context) -> PageOut:
+        found = scoping.page(pilar, caller(ctx), req.page_id)
         if found is None:
-            raise ToolError("no such page")
-        return page_out(found, pilar.row_headers(page_id), offset, limit)
+            raise MCPError(INVALID_PARAMS, "no such page", problem_body(404, "no such page"))
+        return page_out(found, pilar.row_headers(req.page_id), req.offset, req.limit)
 
-    @server.tool(description="Run a READ-ONLY Cypher query on pilar's Neo4j graph (Document, "
-                             "Page, Support, Provenance, Assertion, Entity nodes); rows as JSON, "
-                             "cut at `limit` rows and at the server's byte cap (`message` says "
-                             f"which); {RULES}, else it is refused.")
-    def cypher(query: str, ctx: Context, params: dict[str, Any] | None = None,
-               limit: int = 1000) -> CypherResponse:
+    def cypher(req: CypherRequest, ctx: Context) -> CypherResponse:
         if not caller(ctx, "cypher").unlimited:
-            raise ToolError("cypher needs a key that is not limited to collections")
-        try:
-            return run_cypher(pilar, CypherRequest(query=query, params=params or {}, limit=limit))
-        except Exception as exc:  # noqa: BLE001 - every refusal becomes one clean line
-            raise refuse(exc) from None
+            detail = "cypher needs a key that is not limited to collections"
+            raise MCPError(INVALID_PARAMS, detail, problem_body(403, detail))
+        return run_cypher(pilar, req)
 
+    page_model = create_model("PageRequest", __base__=PageRequest, limit=(int, Field(
+        SUPPORTS_LIMIT, ge=1, le=MAX_SUPPORTS_LIMIT,
+        description=f"supports returned at most (1 to {MAX_SUPPORTS_LIMIT})")))
+    tool("search", SEARCH_DESCRIPTION, search_request(settings), SearchResponse, search)
+    tool("answer", ANSWER_DESCRIPTION, answer_request(settings, streamed=False), AnswerResponse,
+         answer)
+    tool("get_page", "A page (id `doc_id:number`, as cited by `search`): its text and "
+                     "supports with provenance (section path, bbox in PDF points, table cell), "
+                     "`limit` supports from `offset`; `next_offset` is where the next slice "
+                     "starts, null at the end.", page_model, PageOut, get_page)
+    tool("cypher", "Run a READ-ONLY Cypher query on pilar's Neo4j graph (Document, Page, "
+                   "Support, Provenance, Assertion, Entity nodes); rows as JSON, cut at `limit` "
+                   "rows and at the server's byte cap (`message` says which); "
+                   f"{RULES}, else it is refused.", CypherRequest, CypherResponse, cypher)
     return server

@@ -15,23 +15,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from pilar.config import PROFILES
+from pilar.config import Settings
 from pilar.eval.run import EvalReport
 from pilar.model import (COLLECTION_PATTERN, DEFAULT_COLLECTION, AnswerFlag, IngestStatus,
                          check_collection)
+from pilar.query import MAX_IDS, WireRequest, request_model
 
-MAX_QUERY_CHARS = 2000
-"""Longest search query accepted at the boundary (characters)."""
-MAX_BUDGET = 32_768
-"""Largest packet budget a request may ask for (tokens)."""
-MIN_BUDGET = 32
-"""Smallest packet budget (tokens); the same floor as :meth:`pilar.Pilar.search`."""
-MAX_K = 100
-"""Most pages a search may rank."""
-MAX_IDS = 1000
-"""Most document ids or collections one request may name."""
-
-Profile = Literal[tuple(PROFILES)]  # type: ignore[valid-type]
 CollectionName = Annotated[str, AfterValidator(check_collection), Field(
     json_schema_extra={"pattern": f"^{COLLECTION_PATTERN}$"})]
 """A collection name, checked by :func:`pilar.model.check_collection` (the
@@ -49,38 +38,32 @@ class Record(BaseModel):
 
 # -- search (the agent tool) -------------------------------------------------
 
-class PacketOptions(BaseModel):
-    """How a packet is built and scoped: the options :class:`SearchRequest`
-    and :class:`AnswerRequest` share (PILAR §3.4-3.5)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    budget_tokens: int = Field(4500, ge=MIN_BUDGET, le=MAX_BUDGET,
-                               description="packet token budget (reader tokens)")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="pages to rank (default PILAR_TOP_K)")
-    profile: Profile | None = Field(None, description="graph-linking profile")
-    doc_ids: list[str] | None = Field(None, max_length=MAX_IDS,
-                                      description="only these documents")
-    collections: list[CollectionName] | None = Field(
-        None, max_length=MAX_IDS, description="only these collections (within the key's own)")
+SEARCH_DOC = "``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."
+ANSWER_DOC = ("``POST /v1/answer``: a question answered by the reader from its packet "
+              "(PILAR App. H.2-H.3).")
 
 
-class SearchRequest(PacketOptions):
-    """``POST /v1/search``: the agent tool's arguments (PILAR §3.4-3.5)."""
+class _Streamed(WireRequest):
+    stream: bool = Field(False, description=(
+        "answer as server-sent events (also with Accept: text/event-stream): `delta` events "
+        "with text, then `answer` with the whole answer"))
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
-                       description="the question, in natural language")
+
+def search_request(settings: Settings) -> type[BaseModel]:
+    """The ``SearchRequest`` model of ``settings`` (:func:`pilar.query.request_model`:
+    ``query``, ``budget_tokens``, ``k``, ``profile``, ``doc_ids``, ``collections``,
+    with the limits of ``settings``): the REST body and the MCP ``search`` tool's arguments."""
+    return request_model(settings, "SearchRequest", question="query", budget="budget_tokens",
+                         doc=SEARCH_DOC)
 
 
-class AnswerRequest(PacketOptions):
-    """``POST /v1/answer``: a question answered by the reader from its
-    packet (PILAR App. H.2-H.3)."""
-
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
-                          description="the question, in natural language")
-    stream: bool = Field(False, description="answer as server-sent events (also with "
-                                            "Accept: text/event-stream): `delta` events with "
-                                            "text, then `answer` with the whole answer")
+def answer_request(settings: Settings, streamed: bool = True) -> type[BaseModel]:
+    """The ``AnswerRequest`` model of ``settings``: :func:`search_request`'s
+    fields with ``question`` for ``query``, and ``stream`` when ``streamed``
+    (REST; the MCP ``answer`` tool answers whole)."""
+    return request_model(settings, "AnswerRequest", question="question",
+                         budget="budget_tokens", doc=ANSWER_DOC,
+                         base=_Streamed if streamed else WireRequest)
 
 
 class CitationOut(Record):
@@ -220,6 +203,13 @@ class DocumentList(BaseModel):
     total: int
     offset: int
     limit: int
+
+
+class CollectionList(BaseModel):
+    """``GET /v1/collections``: the collections a key may use."""
+
+    collections: list[str] = Field(description="sorted names")
+    limited: bool = Field(description="the key is limited to these collections")
 
 
 class UploadForm(BaseModel):
@@ -367,7 +357,8 @@ class EvalQuestion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=200)
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    question: str = Field(min_length=1, description="checked as every question is "
+                                                    "(pilar.query) when the job is queued")
     answers: list[str] = Field(min_length=1, max_length=100,
                                description="the gold answer's parts (a list answer needs all)")
     gold_doc: str | None = Field(None, max_length=500,
@@ -380,33 +371,34 @@ MAX_EVAL_QUESTIONS = 10_000
 """Most questions one inline evaluation may hold."""
 
 
-class EvalRequest(BaseModel):
-    """``POST /v1/eval``: evaluate search (and with ``reader`` the answers)
-    on questions from a TSV on the server (``questions_path``, only under
-    ``PILAR_INGEST_ROOTS``) or given inline (``questions``): exactly one."""
-
-    model_config = ConfigDict(extra="forbid")
+class EvalSource(WireRequest):
+    """The questions of ``POST /v1/eval`` (:func:`eval_request` adds the
+    budget, k, profile and collections of every request)."""
 
     questions_path: str | None = Field(None, min_length=1, max_length=4096)
     questions: list[EvalQuestion] | None = Field(None, min_length=1,
                                                  max_length=MAX_EVAL_QUESTIONS)
-    budget_tokens: int | None = Field(None, ge=MIN_BUDGET, le=MAX_BUDGET,
-                                      description="packet budget (default PILAR_BUDGET)")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="pages packed (default PILAR_TOP_K)")
-    profile: Profile | None = None
     limit: int | None = Field(None, ge=1, le=MAX_EVAL_QUESTIONS,
                               description="a fixed-seed sample of this many questions "
                                           "(inline: the first ones); default all")
-    collections: list[CollectionName] | None = Field(
-        None, max_length=MAX_IDS, description="only these collections (within the key's own)")
     reader: bool = Field(False, description="also answer each question and report EM, ANLS "
                                             "and citation support (needs a reader)")
 
     @model_validator(mode="after")
-    def _one_source(self) -> "EvalRequest":
+    def _one_source(self) -> "EvalSource":
         if (self.questions_path is None) == (self.questions is None):
             raise ValueError("give exactly one of questions_path and questions")
         return self
+
+
+def eval_request(settings: Settings) -> type[BaseModel]:
+    """``POST /v1/eval``'s body: evaluate search (and with ``reader`` the
+    answers) on questions from a TSV on the server (``questions_path``,
+    only under ``PILAR_INGEST_ROOTS``) or given inline (``questions``):
+    exactly one; budget, k, profile and collections as every request has
+    them (:func:`pilar.query.request_model`, limits of ``settings``)."""
+    return request_model(settings, "EvalRequest", question=None, budget="budget_tokens",
+                         doc=eval_request.__doc__, base=EvalSource)
 
 
 # -- pages --------------------------------------------------------------------
@@ -528,6 +520,8 @@ class NeighborhoodOut(Record):
     pages: list[PageRef]
     mentions: list[tuple[str, str]] = Field(
         [], description="MENTIONED_IN edges to the supports: (entity_id, support_id)")
+    truncated: bool = Field(False, description="an entity's assertions or mentions reached "
+                                               "the per-entity cap (50): more may exist")
 
 
 # -- health and errors ---------------------------------------------------------

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from pilar import Pilar
 from pilar.api.auth import Access
+from pilar.errors import UnknownScopeError
 from pilar.model import Document, SearchResult
+from pilar.query import query_args, unknown_scope
 
 
 def _names(collections: frozenset[str] | None) -> list[str] | None:
@@ -38,31 +40,42 @@ def visible_doc_ids(pilar: Pilar, access: Access) -> set[str] | None:
     return {d.doc_id for d in documents(pilar, access)}
 
 
-def search(pilar: Pilar, access: Access, query: str, budget: int, k: int | None,
-           profile: str | None, doc_ids: list[str] | None,
-           collections: list[str] | None) -> SearchResult:
-    """:meth:`Pilar.search` within the caller's collections (and ``doc_ids``
-    / ``collections`` when given): pages of other collections are never
-    ranked, packed or cited. Raises ``ValueError`` as ``Pilar.search`` does."""
-    return pilar.search(query, budget=budget, k=k, profile=profile,
-                        collections=_names(access.narrow(collections)), doc_ids=doc_ids)
+def _request(access: Access, request) -> dict:
+    """The facade's keyword arguments for a request model instance
+    (:func:`pilar.query.query_args`) within the caller's collections.
+    Collections named outside them are told of exactly as collections
+    holding nothing are (:class:`~pilar.errors.UnknownScopeError`)."""
+    args = query_args(request)
+    return {**args, "collections": _within(access, args["collections"])}
 
 
-def answer(pilar: Pilar, access: Access, question: str, budget: int, k: int | None,
-           profile: str | None, doc_ids: list[str] | None, collections: list[str] | None,
-           stream: bool = False):
+def _within(access: Access, wanted: list[str] | None) -> list[str] | None:
+    narrowed = access.narrow(wanted)
+    if wanted is not None and (hidden := [c for c in wanted if c not in narrowed]):
+        raise UnknownScopeError(unknown_scope(hidden, [], True))
+    return _names(narrowed)
+
+
+def search(pilar: Pilar, access: Access, request) -> SearchResult:
+    """:meth:`Pilar.search` of ``request`` (a :func:`pilar.query.request_model`
+    instance) within the caller's collections: pages of other collections
+    are never ranked, packed or cited. Raises what ``Pilar.search`` raises."""
+    return pilar.search(**_request(access, request))
+
+
+def answer(pilar: Pilar, access: Access, request, stream: bool = False):
     """:meth:`Pilar.ask` with the packet scoped exactly as :func:`search`
     scopes it: the reader sees, and cites, only the caller's collections.
     Raises what ``Pilar.ask`` raises (no reader, reader failures, bad
     arguments)."""
-    return pilar.ask(question, budget=budget, k=k, profile=profile,
-                     collections=_names(access.narrow(collections)), doc_ids=doc_ids,
-                     stream=stream)
+    return pilar.ask(**_request(access, request), stream=stream)
 
 
 def eval_collections(access: Access, collections: list[str] | None) -> list[str] | None:
-    """The collections an evaluation for the caller reads (None = all)."""
-    return _names(access.narrow(collections))
+    """The collections an evaluation for the caller reads (None = all);
+    raises :class:`~pilar.errors.UnknownScopeError` for a named one outside
+    the caller's (as :func:`search` does)."""
+    return _within(access, collections)
 
 
 def job_visible(access: Access, job) -> bool:

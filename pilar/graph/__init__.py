@@ -8,7 +8,7 @@ picks the backend from config.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Protocol, runtime_checkable
 
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
@@ -59,10 +59,11 @@ class GraphStore(Protocol):
         ``doc_ids`` that exist; only those in ``collections`` when given,
         and of ``statuses`` (None = any). One read whatever the number of ids."""
         ...
-    def begin_document(self, doc: Document) -> None:
-        """Record ``doc`` (no layers yet) with status ``pending``: the first
-        step of the write protocol, so a crash leaves a trace the next ingest
-        cleans up. Replaces an earlier record of the same id that has no layers."""
+    def begin_documents(self, docs: list[Document]) -> None:
+        """Record ``docs`` (no layers yet) with status ``pending``, in one
+        write: the first step of the write protocol, so a crash leaves a
+        trace the next ingest cleans up. Replaces an earlier record of the
+        same id that has no layers."""
         ...
     def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
         """Set a stored document's status; False if it is not stored."""
@@ -95,7 +96,15 @@ class GraphStore(Protocol):
         ``collection`` as set on the Document) in one transaction, which also
         empties the documents ``replaces`` of their layers and leaves them
         ``deleting`` (hidden; the caller removes them from the index, then
-        with :meth:`delete_document`). Returns the stored Document."""
+        with :meth:`delete_document`). Returns the stored Document. The
+        one-document form of :meth:`write_documents`."""
+        ...
+    def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
+        """:meth:`write_document` for every ``(parsed, replaces)`` of
+        ``items`` in one transaction (all of them visible, ``ready``, or none:
+        the write protocol's visibility switch for a batch of documents;
+        ``ingested_at`` increasing in ``items`` order). Returns the stored
+        Documents in order."""
         ...
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document, its layers and the entities no other document
@@ -173,7 +182,16 @@ def ingest_time() -> str:
     """Now as ISO-8601 UTC to the microsecond: a document's ``ingested_at``,
     by which both backends list documents (so documents stored within one
     second keep their order)."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return ingest_times(1)[0]
+
+
+def ingest_times(n: int) -> list[str]:
+    """``n`` increasing :func:`ingest_time` stamps from now, one microsecond
+    apart: the ``ingested_at`` of a batch of documents written together, so
+    they list in batch order."""
+    now = datetime.now(timezone.utc)
+    return [(now + timedelta(microseconds=i)).isoformat(timespec="microseconds")
+            for i in range(n)]
 
 
 def add_expansion_rows(out: dict[str, dict[str, list[str]]], eid: str, mention: list,

@@ -14,44 +14,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pilar.errors import PilarError
+from pilar.errors import TIMED_OUT, CypherError
 from pilar.graph.neo4j_guard import refusal
 
 HOME_DATABASE = "EXPLAIN RETURN 1"
 """Planned (never run) beside a query to learn the session's database."""
-TIMED_OUT = ("Neo.ClientError.Transaction.TransactionTimedOut",
-             "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration")
-"""Neo4j's status codes of a transaction the server ended at its timeout."""
 FETCH_SIZE = 100
 """Records the driver fetches per round trip: the byte cap is checked between them."""
 PLANNED = "EXPLAIN "
 """Put before a query to plan it without running it."""
 _POSITION = re.compile(r"\(line (\d+), column (\d+) \(offset: (\d+)\)\)")
-
-
-class CypherError(PilarError):
-    """The query was refused or failed; ``code`` is Neo4j's status code
-    (``Neo.ClientError...`` for a client error such as a write in read mode,
-    a syntax error or the timeout), None when pilar refused it itself or the
-    driver failed."""
-
-    def __init__(self, message: str, code: str | None = None, refused: bool = False):
-        super().__init__(message)
-        self.code = code
-        self.refused = refused
-
-    @property
-    def is_client_error(self) -> bool:
-        """The query is at fault (refused, invalid, too slow), not the server."""
-        return self.refused or bool(self.code and self.code.startswith("Neo.ClientError"))
-
-    @property
-    def timed_out(self) -> bool:
-        """The server ended the transaction at the query's timeout."""
-        return self.code in TIMED_OUT
 
 
 @dataclass(slots=True)
@@ -185,8 +161,10 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
     store once per kind (:meth:`GraphStore.entity_links`, at most ``limit``
     assertions and mentions per entity). With ``doc_ids`` only assertions
     and supports of those documents are kept, and only entities those
-    documents use (so nothing of another collection shows). Returns None
-    when the entity does not exist (or no allowed document uses it).
+    documents use (so nothing of another collection shows); ``truncated``
+    is set when an entity's assertions or mentions reached ``limit`` (more
+    may exist). Returns None when the entity does not exist (or no allowed
+    document uses it).
     Raises ``ValueError`` for a depth outside 1..MAX_DEPTH."""
     from pilar.model import Neighborhood
 
@@ -198,8 +176,10 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
     seen = {entity_id}
     frontier = [entity_id]
     assertions, same_as, mentions = {}, {}, []
+    truncated = False
     for _ in range(depth):
         links = graph.entity_links(frontier, limit)
+        truncated = truncated or _at_cap(links, frontier, limit)
         found = []
         for a in links.assertions:
             if doc_ids is not None and a.doc_id not in doc_ids:
@@ -230,7 +210,16 @@ def neighborhood(graph, entity_id: str, depth: int = 1, doc_ids: set[str] | None
                         assertions=sorted(assertions.values(), key=lambda a: a.assertion_id),
                         same_as=[same_as[k] for k in sorted(same_as)], supports=supports,
                         pages=pages, mentions=[m for m in dict.fromkeys(mentions)
-                                               if m[1] in kept])
+                                               if m[1] in kept], truncated=truncated)
+
+
+def _at_cap(links, frontier: list[str], limit: int) -> bool:
+    """Whether an entity of ``frontier`` has ``limit`` assertions or
+    mentions in ``links`` (the store's cap: more may exist)."""
+    counts = Counter(e for a in links.assertions for e in {a.subject_entity, a.object_entity}
+                     if e in frontier)
+    counts.update(Counter((eid, "mention") for eid, _ in links.mentions))
+    return any(n >= limit for n in counts.values())
 
 
 def _used_in(graph, entity_ids: list[str], doc_ids: set[str]) -> set[str]:

@@ -47,12 +47,14 @@ from the new entity to the stored one.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pilar.config import Settings
 from pilar.ingest.codes import CODE_TYPE
 from pilar.ingest.names import acronym, compatible, normalise, similarity
 from pilar.model import DEFAULT_COLLECTION, Entity, ParsedDocument, SameAs
 
-__all__ = ["in_collection", "link_across", "match", "MAX_LINKS"]
+__all__ = ["in_collection", "link_across", "link_batch", "match", "MAX_LINKS"]
 
 MAX_LINKS = 3
 """SAME_AS links kept per new entity."""
@@ -168,3 +170,54 @@ def link_across(parsed: ParsedDocument, graph, settings: Settings | None = None
         links.extend(SameAs(e.entity_id, target, score, method)
                      for score, target, method in scored[:MAX_LINKS])
     return links
+
+
+def link_batch(docs: list[ParsedDocument], graph, settings: Settings | None = None) -> None:
+    """Set ``same_as`` on each of ``docs``, documents written together in one
+    batch, as :func:`link_across` would have had each been stored before the
+    next: document ``i`` links to entities of its collection in ``graph``
+    and in ``docs[:i]`` (call :func:`in_collection` on each first). Store
+    errors propagate."""
+    earlier: dict[str, Entity] = {}
+    for parsed in docs:
+        parsed.same_as = link_across(parsed, _WithEarlier(graph, earlier) if earlier else graph,
+                                     settings)
+        for e in parsed.entities:
+            known = earlier.get(e.entity_id)
+            earlier[e.entity_id] = e if known is None else replace(
+                known, aliases=tuple(dict.fromkeys((*known.aliases, *e.aliases))))
+
+
+def _words(e: Entity) -> set[str]:
+    return {w for k in _keys(e) for w in k.split()}
+
+
+class _WithEarlier:
+    """The reads :func:`link_across` makes, on ``graph`` as it will be once
+    the ``earlier`` entities of a batch are written: those found by id, and
+    among the candidates of a name when they share a normalised word with it
+    (the store's full-text blocking, in memory)."""
+
+    def __init__(self, graph, earlier: dict[str, Entity]):
+        self.graph = graph
+        self.earlier = earlier
+
+    def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
+        out = self.graph.get_entities(entity_ids)
+        for eid in entity_ids:
+            e = self.earlier.get(eid)
+            if e is not None:
+                stored = out.get(eid)
+                out[eid] = e if stored is None else replace(
+                    stored, aliases=tuple(dict.fromkeys((*stored.aliases, *e.aliases))))
+        return out
+
+    def entity_candidates(self, name: str, limit: int = 20,
+                          collections: list[str] | None = None) -> list[Entity]:
+        found = self.graph.entity_candidates(name, limit, collections)
+        seen = {c.entity_id for c in found}
+        words = set(normalise(name).split())
+        more = [e for e in self.earlier.values()
+                if e.entity_id not in seen and (collections is None or e.collection in collections)
+                and words & _words(e)]
+        return found + more[:limit]

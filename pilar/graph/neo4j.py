@@ -3,11 +3,12 @@
 Layers as in DESIGN.md: (:Document), (:Page)-[:IN_DOCUMENT]->(:Document),
 (:Page)-[:NEXT]->(:Page), (:Support)-[:HAS_PROVENANCE]->(:Provenance)
 -[:ON_PAGE]->(:Page), (:Unit)-[:DERIVED_FROM]->(:Support), (:TableGrid), and
-with the assertion graph (:Assertion), (:Entity). Each document is written
-with UNWIND + MERGE batches inside ONE managed write transaction (the driver
+with the assertion graph (:Assertion), (:Entity). A batch of documents is
+written with UNWIND batches of thousands of rows (every layer of all its
+documents together) inside ONE managed write transaction (the driver
 retries transient failures, then the error surfaces as a
-:class:`~pilar.errors.StoreError`), so a document is visible whole or not at
-all. The Cypher is in :mod:`pilar.graph.neo4j_cypher`, the rows it sends and
+:class:`~pilar.errors.StoreError`), so each document is visible whole or
+not at all. The Cypher is in :mod:`pilar.graph.neo4j_cypher`, the rows it sends and
 reads in :mod:`pilar.graph.neo4j_rows`, the schema in ``migrations/neo4j``.
 """
 
@@ -20,10 +21,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pilar.errors import StoreError
-from pilar.graph import add_expansion_rows, ingest_time
+from pilar.graph import add_expansion_rows, ingest_times
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
-from pilar.graph.neo4j_rows import (assertion_of, batches, document_of, document_rows, entity_of,
+from pilar.graph.neo4j_rows import (assertion_of, batch_rows, batches, document_of, entity_of,
                                     stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
@@ -204,37 +205,47 @@ class Neo4jGraphStore:
         return out
 
     # -- writes --------------------------------------------------------------
-    def begin_document(self, doc: Document) -> None:
-        """Record ``doc`` with status ``pending`` and no layers (see
-        :meth:`pilar.graph.GraphStore.begin_document`)."""
-        doc.status = "pending"
-        doc.ingested_at = ingest_time()
-        self._write(lambda tx: tx.run(cy.WRITE_DOCUMENT, doc=to_jsonable(doc)).consume())
+    def begin_documents(self, docs: list[Document]) -> None:
+        """Record ``docs`` with status ``pending`` and no layers, in one
+        transaction (see :meth:`pilar.graph.GraphStore.begin_documents`)."""
+        for doc, at in zip(docs, ingest_times(len(docs))):
+            doc.status, doc.ingested_at = "pending", at
+        rows = [to_jsonable(doc) for doc in docs]
+        self._write(lambda tx: tx.run(cy.WRITE_DOCUMENTS, rows=rows).consume())
 
     def set_status(self, doc_id: str, status: str) -> bool:
         return bool(self._write(
             lambda tx: tx.run(cy.SET_STATUS, doc_id=doc_id, status=status).single()["n"]))
 
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
-        """Write one document with status ``ready`` in one managed
-        transaction; the documents ``replaces`` lose their layers and become
-        ``deleting`` in the same transaction."""
-        doc = parsed.document
-        doc.ingested_at = ingest_time()
-        doc.status = "ready"
-        layers = document_rows(parsed)
+        """Write one document: :meth:`write_documents` of one."""
+        return self.write_documents([(parsed, list(replaces))])[0]
+
+    def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
+        """Write every ``(parsed, replaces)`` of ``items`` with status
+        ``ready`` in ONE managed transaction: first the documents each
+        replaces lose their layers and become ``deleting``, then each layer
+        of all documents together as ``UNWIND`` batches of up to
+        :data:`~pilar.graph.neo4j_rows.BATCH` rows (a few statements per
+        batch of documents, not per document). Returns the stored Documents
+        in order. Raises :class:`StoreError` (nothing of the batch written)."""
+        docs = [parsed.document for parsed, _ in items]
+        for doc, at in zip(docs, ingest_times(len(docs))):
+            doc.status, doc.ingested_at = "ready", at
+        layers = batch_rows([parsed for parsed, _ in items])
+        replaced = [old for _, olds in items for old in olds]
 
         def work(tx):
-            for old in replaces:
+            for old in replaced:
                 self._delete_in(tx, old, keep_node=True)
                 tx.run(cy.SET_STATUS, doc_id=old, status="deleting").consume()
-            tx.run(cy.WRITE_DOCUMENT, doc=to_jsonable(doc)).consume()
+            tx.run(cy.WRITE_DOCUMENTS, rows=[to_jsonable(d) for d in docs]).consume()
             for query, rows in layers:
                 for batch in batches(rows):
                     tx.run(query, rows=batch).consume()
 
         self._write(work)
-        return doc
+        return docs
 
     def entity_candidates(self, name: str, limit: int = 20,
                           collections: list[str] | None = None) -> list[Entity]:

@@ -1,11 +1,15 @@
 """The Cypher of the Neo4j graph backend (:mod:`pilar.graph.neo4j`), in one
-place: document writes (UNWIND + MERGE batches, run in one transaction per
-document), the reads behind every :class:`~pilar.graph.GraphStore` method,
+place: document writes (UNWIND + MERGE batches of many documents' rows,
+run in one transaction per batch of documents), the reads behind every :class:`~pilar.graph.GraphStore` method,
 deletes and counts. Parameters are ``$name``; labels and relationship types
 as in DESIGN.md. The schema (constraints, indexes) is in ``migrations/neo4j``.
 """
 
 from __future__ import annotations
+
+import dataclasses
+
+from pilar.model import Provenance, Unit
 
 DOC_FIELDS = ("d.doc_id, d.uri, d.title, d.media_type, d.sha256, d.n_pages, d.ingested_at, "
               "d.collection, d.status, d.sources")
@@ -29,69 +33,104 @@ DOCUMENTS = _DOCUMENTS.format(match="true", fields=DOC_FIELDS)
 # would make the planner scan every Document)
 DOCUMENTS_BY_ID = _DOCUMENTS.format(match="d.doc_id IN $ids", fields=DOC_FIELDS)
 
-# A document's own nodes are new in its transaction (its doc_id is the hash of
-# its bytes and it is written whole or not at all), so their relationships are
-# CREATEd; nodes are MERGEd on their keys, entities (shared) MERGEd as well.
-WRITE_DOCUMENT = "MERGE (d:Document {doc_id: $doc.doc_id}) SET d += $doc"
-WRITE_PAGES = """
+# A document's own nodes are new in its transaction: its doc_id is the hash of
+# its bytes, it is written whole or not at all, and a document left pending or
+# deleting by a crash is removed before its file is written again. So they and
+# their relationships are CREATEd (a clash with a stored id fails on the
+# uniqueness constraint, never duplicates) and each statement creates a node
+# with the edges it owns, found once: pages by document, supports (with their
+# provenance and units) by page, assertions with their support and entity
+# edges, entities (shared within a collection, also between the documents of
+# one batch: MERGEd; a known one written only when it brings new aliases) with
+# their mentions.
+WRITE_DOCUMENTS = """
 UNWIND $rows AS row
-MERGE (p:Page {page_id: row.page_id}) SET p += row
-WITH p MATCH (d:Document {doc_id: p.doc_id}) CREATE (p)-[:IN_DOCUMENT]->(d)
+MERGE (d:Document {doc_id: row.doc_id}) SET d += row
+"""
+def _props(var: str, fields) -> str:
+    """A Cypher map literal taking ``fields`` from the row map ``var``
+    (``{a: var.a, ...}``: a literal map lets the planner CREATE without the
+    Eager pass that ``SET n = var`` needs; null values are left out)."""
+    return "{" + ", ".join(f"{f}: {var}.{f}" for f in fields) + "}"
+
+
+PAGE_FIELDS = ("page_id", "doc_id", "number", "width", "height", "text")
+SUPPORT_FIELDS = ("support_id", "doc_id", "kind", "text", "role", "seq", "provenance_id")
+PROVENANCE_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
+UNIT_FIELDS = (*(f.name for f in dataclasses.fields(Unit) if f.name != "stats"),
+               "term_counts", "term_length", "line_tokens", "line_tokenizer", "seq")
+"""A Unit's properties: its fields, its statistics flattened (null until known)."""
+TABLE_FIELDS = ("table_id", "doc_id", "table_index", "page", "grid")
+ASSERTION_FIELDS = ("assertion_id", "doc_id", "subject", "predicate", "object", "modality",
+                    "qualifiers", "confidence", "grounded", "extractor", "seq")
+"""The properties each node of a document's layers is created with (the
+rows of :func:`pilar.graph.neo4j_rows.document_rows`)."""
+
+WRITE_PAGES = f"""
+UNWIND $rows AS row
+MATCH (d:Document {{doc_id: row.doc_id}})
+CREATE (p:Page {_props("row", PAGE_FIELDS)})-[:IN_DOCUMENT]->(d)
 """
 WRITE_NEXT = """
 UNWIND $rows AS row
 MATCH (a:Page {page_id: row[0]}), (b:Page {page_id: row[1]}) CREATE (a)-[:NEXT]->(b)
 """
-WRITE_PROVENANCE = """
+# one row per page: [page_id, [{prov, support, units}, ...]]
+WRITE_SUPPORTS = f"""
 UNWIND $rows AS row
-MERGE (n:Provenance {provenance_id: row.provenance_id}) SET n += row
-WITH n MATCH (p:Page {page_id: n.doc_id + ':' + toString(n.page)}) CREATE (n)-[:ON_PAGE]->(p)
+MATCH (pg:Page {{page_id: row[0]}})
+UNWIND row[1] AS sr
+CREATE (s:Support {_props("sr.support", SUPPORT_FIELDS)})
+       -[:HAS_PROVENANCE]->(:Provenance {_props("sr.prov", PROVENANCE_FIELDS)})-[:ON_PAGE]->(pg)
+WITH s, sr
+CALL (s, sr) {{
+  UNWIND sr.units AS ur
+  CREATE (:Unit {_props("ur", UNIT_FIELDS)})-[:DERIVED_FROM]->(s)
+}}
 """
-WRITE_SUPPORTS = """
+# units whose support is not among their document's supports (no edge)
+WRITE_LOOSE_UNITS = f"""
 UNWIND $rows AS row
-MERGE (s:Support {support_id: row.support_id}) SET s += row
-WITH s MATCH (p:Provenance {provenance_id: s.provenance_id}) CREATE (s)-[:HAS_PROVENANCE]->(p)
+CREATE (:Unit {_props("row", UNIT_FIELDS)})
 """
-WRITE_UNITS = """
+WRITE_TABLES = f"""
 UNWIND $rows AS row
-MERGE (u:Unit {unit_id: row.unit_id}) SET u += row
-WITH u MATCH (s:Support {support_id: u.support_id}) CREATE (u)-[:DERIVED_FROM]->(s)
-"""
-WRITE_TABLES = """
-UNWIND $rows AS row
-MERGE (t:TableGrid {table_id: row.table_id}) SET t += row
+CREATE (:TableGrid {_props("row", TABLE_FIELDS)})
 """
 WRITE_ENTITIES = """
 UNWIND $rows AS row
 MERGE (e:Entity {entity_id: row.entity_id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
               e.aliases_text = row.aliases_text, e.collection = row.collection
-ON MATCH SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
-             e.aliases_text = reduce(t = '', a IN e.aliases | t + ' ' + a)
+WITH e, row, [a IN row.aliases WHERE NOT a IN e.aliases] AS more
+CALL (e, more) {
+  WITH e, e.aliases + more AS aliases WHERE size(more) > 0
+  SET e.aliases = aliases, e.aliases_text = reduce(t = '', a IN aliases | t + ' ' + a)
+}
+CALL (e, row) {
+  UNWIND row.mentions AS sid
+  MATCH (s:Support {support_id: sid})
+  CREATE (e)-[:MENTIONED_IN]->(s)
+}
 """
-WRITE_MENTIONS = """
+# one row per assertion: {props, supports: [support_id, ...], subject, object}
+WRITE_ASSERTIONS = f"""
 UNWIND $rows AS row
-MATCH (e:Entity {entity_id: row[0]}), (s:Support {support_id: row[1]})
-CREATE (e)-[:MENTIONED_IN]->(s)
-"""
-WRITE_ASSERTIONS = """
-UNWIND $rows AS row
-MERGE (a:Assertion {assertion_id: row.assertion_id}) SET a += row
-"""
-WRITE_SUPPORTED_BY = """
-UNWIND $rows AS row
-MATCH (a:Assertion {assertion_id: row[0]}), (s:Support {support_id: row[1]})
-CREATE (a)-[:SUPPORTED_BY {role: row[2]}]->(s)
-"""
-WRITE_SUBJECT_OF = """
-UNWIND $rows AS row
-MATCH (e:Entity {entity_id: row[0]}), (a:Assertion {assertion_id: row[1]})
-CREATE (e)-[:SUBJECT_OF]->(a)
-"""
-WRITE_OBJECT = """
-UNWIND $rows AS row
-MATCH (a:Assertion {assertion_id: row[0]}), (e:Entity {entity_id: row[1]})
-CREATE (a)-[:OBJECT]->(e)
+CREATE (a:Assertion {_props("row.props", ASSERTION_FIELDS)})
+WITH a, row
+CALL (a, row) {{
+  UNWIND row.supports AS sid
+  MATCH (s:Support {{support_id: sid}})
+  CREATE (a)-[:SUPPORTED_BY {{role: 'primary'}}]->(s)
+}}
+CALL (a, row) {{
+  MATCH (e:Entity {{entity_id: row.subject}})
+  CREATE (e)-[:SUBJECT_OF]->(a)
+}}
+CALL (a, row) {{
+  MATCH (e:Entity {{entity_id: row.object}})
+  CREATE (a)-[:OBJECT]->(e)
+}}
 """
 WRITE_SAME_AS = """
 UNWIND $rows AS row

@@ -1,6 +1,6 @@
 """Records to Cypher parameter rows and back, for the Neo4j graph backend
 (:mod:`pilar.graph.neo4j`): the batches one document's write sends
-(:func:`document_rows`), and the :mod:`pilar.model` records rebuilt from
+(:func:`batch_rows`), and the :mod:`pilar.model` records rebuilt from
 the values its reads return (:func:`support_of`, :func:`unit_of`,
 :func:`assertion_of`, :func:`document_of`). Neo4j properties hold no maps
 or tuples: section paths and bboxes go as lists, qualifiers and table grids
@@ -35,46 +35,67 @@ def prov_row(p: Provenance) -> dict[str, Any]:
     return {k: v for k, v in row.items() if v is not None}
 
 
+def batch_rows(docs: list[ParsedDocument]) -> list[tuple[str, list]]:
+    """``(query, rows)`` of every layer of all ``docs`` after their Document
+    nodes, in write order (pages before what points at them; entities of all
+    documents before any link to them), each layer's rows of all documents
+    together; each query UNWINDs ``$rows``."""
+    merged: list[tuple[str, list]] = []
+    for parsed in docs:
+        for i, (query, rows) in enumerate(document_rows(parsed)):
+            if i == len(merged):
+                merged.append((query, []))
+            merged[i][1].extend(rows)
+    return merged
+
+
 def document_rows(parsed: ParsedDocument) -> list[tuple[str, list]]:
     """``(query, rows)`` of every layer of ``parsed`` after its Document
-    node, in write order (pages before what points at them); each query
-    UNWINDs ``$rows``."""
+    node, in write order (pages before what points at them; the shapes of
+    the rows are given above each query in :mod:`~pilar.graph.neo4j_cypher`);
+    each query UNWINDs ``$rows``."""
     pages = [{"page_id": p.page_id, "doc_id": p.doc_id, "number": p.number,
               "width": p.width, "height": p.height, "text": p.text} for p in parsed.pages]
     nxt = [[a.page_id, b.page_id] for a, b in zip(parsed.pages, parsed.pages[1:])]
-    provs = [prov_row(s.provenance) for s in parsed.supports]
-    supports = [{"support_id": s.support_id, "doc_id": s.doc_id, "kind": s.kind,
-                 "text": s.text, "role": s.role, "seq": i,
-                 "provenance_id": s.provenance.provenance_id}
-                for i, s in enumerate(parsed.supports)]
-    units = [{**{k: v for k, v in to_jsonable(u).items() if v is not None and k != "stats"},
-              **(stats_row(u.stats) if u.stats else {}), "seq": i}
-             for i, u in enumerate(parsed.units)]
+    units_of: dict[str, list[dict[str, Any]]] = {}
+    for i, u in enumerate(parsed.units):
+        units_of.setdefault(u.support_id, []).append(
+            {**{k: v for k, v in to_jsonable(u).items() if v is not None and k != "stats"},
+             **(stats_row(u.stats) if u.stats else {}), "seq": i})
+    on_page: dict[str, list[dict[str, Any]]] = {p.page_id: [] for p in parsed.pages}
+    for i, s in enumerate(parsed.supports):
+        on_page.setdefault(f"{s.doc_id}:{s.provenance.page}", []).append({
+            "prov": prov_row(s.provenance),
+            "support": {"support_id": s.support_id, "doc_id": s.doc_id, "kind": s.kind,
+                        "text": s.text, "role": s.role, "seq": i,
+                        "provenance_id": s.provenance.provenance_id},
+            "units": units_of.pop(s.support_id, [])})
+    supports = [[pid, rows] for pid, rows in on_page.items() if rows]
+    loose_units = [u for rows in units_of.values() for u in rows]
     tables = [{"table_id": f"{t.doc_id}:t{t.table_index}", "doc_id": t.doc_id,
                "table_index": t.table_index, "page": t.page,
                "grid": json.dumps(to_jsonable(t), ensure_ascii=False)} for t in parsed.tables]
-    entities = [{"entity_id": e.entity_id, "name": e.name, "type": e.type,
-                 "collection": e.collection, "aliases": sorted(set(e.aliases)),
-                 "aliases_text": " ".join(sorted(set(e.aliases)))} for e in parsed.entities]
-    mentions = list({(e.entity_id, sid) for e in parsed.entities for sid in e.mentions})
-    assertions = [{"assertion_id": a.assertion_id, "doc_id": a.doc_id, "subject": a.subject,
-                   "predicate": a.predicate, "object": a.object, "modality": a.modality,
-                   "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
-                   "confidence": a.confidence, "grounded": a.grounded,
-                   "extractor": a.extractor, "seq": i}
+    entities, mentioned = [], set()
+    for e in parsed.entities:
+        mentions = [sid for sid in dict.fromkeys(e.mentions) if (e.entity_id, sid) not in mentioned]
+        mentioned.update((e.entity_id, sid) for sid in mentions)
+        entities.append({"entity_id": e.entity_id, "name": e.name, "type": e.type,
+                         "collection": e.collection, "aliases": sorted(set(e.aliases)),
+                         "aliases_text": " ".join(sorted(set(e.aliases))),
+                         "mentions": mentions})
+    assertions = [{"props": {"assertion_id": a.assertion_id, "doc_id": a.doc_id,
+                             "subject": a.subject, "predicate": a.predicate, "object": a.object,
+                             "modality": a.modality,
+                             "qualifiers": json.dumps(a.qualifiers, ensure_ascii=False),
+                             "confidence": a.confidence, "grounded": a.grounded,
+                             "extractor": a.extractor, "seq": i},
+                   "supports": list(dict.fromkeys(a.supports)),
+                   "subject": a.subject_entity, "object": a.object_entity}
                   for i, a in enumerate(parsed.assertions)]
-    supported_by = list(dict.fromkeys((a.assertion_id, sid, "primary")
-                                      for a in parsed.assertions for sid in a.supports))
-    subject_of = [(a.subject_entity, a.assertion_id) for a in parsed.assertions
-                  if a.subject_entity]
-    object_of = [(a.assertion_id, a.object_entity) for a in parsed.assertions
-                 if a.object_entity]
     same_as = [to_jsonable(link) for link in parsed.same_as]
-    return [(cy.WRITE_PAGES, pages), (cy.WRITE_NEXT, nxt), (cy.WRITE_PROVENANCE, provs),
-            (cy.WRITE_SUPPORTS, supports), (cy.WRITE_UNITS, units), (cy.WRITE_TABLES, tables),
-            (cy.WRITE_ENTITIES, entities), (cy.WRITE_MENTIONS, mentions),
-            (cy.WRITE_ASSERTIONS, assertions), (cy.WRITE_SUPPORTED_BY, supported_by),
-            (cy.WRITE_SUBJECT_OF, subject_of), (cy.WRITE_OBJECT, object_of),
+    return [(cy.WRITE_PAGES, pages), (cy.WRITE_NEXT, nxt), (cy.WRITE_SUPPORTS, supports),
+            (cy.WRITE_LOOSE_UNITS, loose_units), (cy.WRITE_TABLES, tables),
+            (cy.WRITE_ENTITIES, entities), (cy.WRITE_ASSERTIONS, assertions),
             (cy.WRITE_SAME_AS, same_as)]
 
 

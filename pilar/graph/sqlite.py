@@ -15,13 +15,13 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pilar.errors import ConfigError
-from pilar.graph import add_expansion_rows, ingest_time
+from pilar.errors import NotSupportedError
+from pilar.graph import add_expansion_rows, ingest_time, ingest_times
 from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, UnitStats,
                          to_jsonable)
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def _j(value) -> str:
@@ -177,19 +177,25 @@ class SqliteGraphStore:
         return dict(zip(sql.STAT_KEYS, self.db.conn.execute(sql.STATS_SQL).fetchone()))
 
     # -- writes ------------------------------------------------------------
-    def begin_document(self, doc: Document) -> None:
-        """Record ``doc`` with status ``pending`` and no layers (see
-        :meth:`pilar.graph.GraphStore.begin_document`)."""
-        doc.status = "pending"
-        doc.ingested_at = ingest_time()
+    def begin_documents(self, docs: list[Document]) -> None:
+        """Record ``docs`` with status ``pending`` and no layers, in one
+        transaction (see :meth:`pilar.graph.GraphStore.begin_documents`)."""
         with self.db.transaction() as c:
-            c.execute(sql.UPSERT_DOCUMENT, self._doc_row(doc))
-            self._write_sources(c, doc)
+            for doc, at in zip(docs, ingest_times(len(docs))):
+                doc.status, doc.ingested_at = "pending", at
+                c.execute(sql.UPSERT_DOCUMENT, self._doc_row(doc))
+                self._write_sources(c, doc)
 
     def set_status(self, doc_id: str, status: DocumentStatus) -> bool:
         with self.db.transaction() as c:
             return c.execute("UPDATE documents SET status = ? WHERE doc_id = ?",
                              (status, doc_id)).rowcount > 0
+
+    def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
+        """:meth:`write_document` for each ``(parsed, replaces)`` of ``items``,
+        in one transaction (the caller's or its own)."""
+        with self.db.transaction():
+            return [self.write_document(parsed, replaces) for parsed, replaces in items]
 
     def write_document(self, parsed: ParsedDocument, replaces: list[str] = ()) -> Document:
         """Insert one parsed document with all its layers and status
@@ -471,8 +477,8 @@ class SqliteGraphStore:
 
     def cypher(self, query: str, params: dict | None = None, *, timeout: float = 30.0,
                row_cap: int = 1000, byte_cap: int = 1024 * 1024):
-        """Cypher needs a graph server: always raises :class:`ConfigError`."""
-        raise ConfigError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
+        """Cypher needs a graph server: always raises :class:`~pilar.errors.NotSupportedError`."""
+        raise NotSupportedError("Cypher exploration needs PILAR_GRAPH=neo4j (and NEO4J_URI)")
 
     @staticmethod
     def _doc(row) -> Document:

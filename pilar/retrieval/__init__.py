@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from pilar.model import Page, Scope
+from pilar.model import IndexedPages, Page, Scope
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
@@ -74,7 +74,17 @@ class PageIndex(Protocol):
         ``vectors[i]`` is page ``i``'s ``(n_i, dim)`` float32 array,
         ``unit_ids[i]`` names the unit behind each row (None for a text
         window), ``sections[i]`` the page's section paths (``" > "``-joined).
-        Searchable when it returns. A page id already indexed is an error."""
+        Searchable when it returns. A page id already indexed is an error.
+        The one-document form of :meth:`add_documents`."""
+        ...
+
+    def add_documents(self, docs: list[IndexedPages]) -> None:
+        """Index the pages of several documents in one write (on a server one
+        bulk stream and one refresh for all, not one per document), each
+        document in its own collection. Searchable when it returns. A page id
+        already indexed is an error; after a failure some documents may be
+        partly indexed (callers remove them: the write protocol keeps them
+        hidden meanwhile)."""
         ...
 
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
@@ -85,6 +95,11 @@ class PageIndex(Protocol):
     def delete_document(self, doc_id: str) -> int:
         """Remove a document's pages, vectors and unit vectors; the number of
         pages removed (0 when none were indexed). Searchable when it returns."""
+        ...
+
+    def delete_documents(self, doc_ids: list[str]) -> int:
+        """:meth:`delete_document` for several documents in one write; the
+        number of pages removed in all."""
         ...
 
     def count(self) -> int:

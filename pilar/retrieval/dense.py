@@ -23,7 +23,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from pilar.model import Scope
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 log = logging.getLogger(__name__)
 

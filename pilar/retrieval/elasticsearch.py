@@ -17,7 +17,11 @@ for kNN, where a page scores by its best vector, and ``doc_id``,
 (:class:`~pilar.model.Scope`) go inside the BM25 and kNN queries. Unit
 vectors (for packing) live in the units index by unit id, so a stack of
 Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of
-big-endian float32 (Elasticsearch 9.1+). The query bodies live here.
+big-endian float32 (Elasticsearch 9.1+). Writes go as one bulk stream per
+batch of documents (:meth:`ElasticsearchPageIndex.add_documents`) and one
+refresh of both indexes at its end, so a batch is searchable when the call
+returns (the graph's document status, not the refresh, decides what reads
+see: DESIGN.md's write protocol). The query bodies live here.
 
 Errors: every failed call (after the client's retries) raises
 :class:`~pilar.errors.StoreError` naming the service and URL.
@@ -35,13 +39,15 @@ import numpy as np
 
 from pilar.errors import StoreError
 from pilar.migrations import migration_files
-from pilar.model import Page, Scope
+from pilar.model import IndexedPages, Page, Scope
 from pilar.retrieval import query_terms
 
 MAX_KNN = 10_000
 """Elasticsearch's ceiling on ``k`` and ``num_candidates``."""
 MIN_CANDIDATES = 100
 """kNN ``num_candidates`` is at least this and at least 2 x k."""
+BULK_ACTIONS = 2000
+"""Actions per bulk request (a page with its unit vectors is one action each)."""
 
 
 def _b64(vector: np.ndarray) -> str:
@@ -183,8 +189,7 @@ class ElasticsearchPageIndex:
                                         query={"query": {"match_all": {}}})
                     self._bulk(({"_op_type": "index", "_index": new, "_id": h["_id"],
                                  "_source": h["_source"]} for h in hits),
-                               f"copy {current[0]} into {new}")
-                    self._call(f"refresh {new}", self.client.indices.refresh, index=new)
+                               f"copy {current[0]} into {new}", refresh=[new])
                     actions.insert(0, {"remove": {"index": current[0], "alias": alias}})
                 self._call(f"point {alias} at {new}", self.client.indices.update_aliases,
                            actions=actions)
@@ -206,39 +211,55 @@ class ElasticsearchPageIndex:
                   unit_ids: list[list[str | None]] | None = None, *,
                   collection: str = "default",
                   sections: list[list[str]] | None = None) -> None:
-        """Index ``pages`` with one bulk request stream (the client's
-        ``helpers.streaming_bulk``, 429s retried with backoff) that returns
-        once they are searchable (``refresh=true``: the shard refreshes at
-        once, a small segment per document that merges later; waiting for
-        the scheduled refresh instead cost about 1 s per document, 4x slower
-        on the dev pages). Raises :class:`StoreError` naming the first
-        failed item and how many failed (a page id already indexed is one)."""
+        """Index one document's ``pages``: :meth:`add_documents` of one."""
+        self.add_documents([IndexedPages(pages, vectors, unit_ids, collection, sections)])
+
+    def add_documents(self, docs: list[IndexedPages]) -> None:
+        """Index the pages of ``docs`` with one bulk request stream (the
+        client's ``helpers.streaming_bulk``, 429s retried with backoff;
+        ``create`` per page, ``index`` per unit vector) and ONE refresh of
+        both indexes at the end, so they are searchable when it returns. A
+        refresh per document made each write a tiny segment and cost about
+        35 ms a document (25 pages/s on one-page documents; one refresh per
+        batch: see ``bench/index_write.py``). Raises :class:`StoreError`
+        naming the first failed item and how many failed (a page id already
+        indexed is one); the items that succeeded stay (the caller removes
+        the documents)."""
         def actions():
-            for i, (page, vecs) in enumerate(zip(pages, vectors, strict=True)):
-                ids = unit_ids[i] if unit_ids else [None] * len(vecs)
-                vecs = np.asarray(vecs, dtype=np.float32)
-                yield {"_op_type": "create", "_index": self.pages_alias, "_id": page.page_id,
-                       "_source": {"page_id": page.page_id, "doc_id": page.doc_id,
-                                   "number": page.number, "collection": collection,
-                                   "sections": sections[i] if sections else [],
-                                   "text": page.text,
-                                   "chunks": [{"unit_id": uid, "vector": _b64(v)}
-                                              for uid, v in zip(ids, vecs, strict=True)]}}
-                for uid, v in zip(ids, vecs, strict=True):
-                    if uid is not None:
-                        yield {"_op_type": "index", "_index": self.units_alias, "_id": uid,
-                               "_source": {"doc_id": page.doc_id, "vector": _b64(v)}}
+            for doc in docs:
+                for i, (page, vecs) in enumerate(zip(doc.pages, doc.vectors, strict=True)):
+                    ids = doc.unit_ids[i] if doc.unit_ids else [None] * len(vecs)
+                    vecs = np.asarray(vecs, dtype=np.float32)
+                    yield {"_op_type": "create", "_index": self.pages_alias, "_id": page.page_id,
+                           "_source": {"page_id": page.page_id, "doc_id": page.doc_id,
+                                       "number": page.number, "collection": doc.collection,
+                                       "sections": doc.sections[i] if doc.sections else [],
+                                       "text": page.text,
+                                       "chunks": [{"unit_id": uid, "vector": _b64(v)}
+                                                  for uid, v in zip(ids, vecs, strict=True)]}}
+                    for uid, v in zip(ids, vecs, strict=True):
+                        if uid is not None:
+                            yield {"_op_type": "index", "_index": self.units_alias, "_id": uid,
+                                   "_source": {"doc_id": page.doc_id, "vector": _b64(v)}}
 
         self._bulk(actions(), "index pages")
 
-    def _bulk(self, actions, what: str) -> None:
+    def _bulk(self, actions, what: str, refresh: list[str] | None = None) -> None:
+        """Send ``actions`` with ``helpers.streaming_bulk`` (requests of at
+        most :data:`BULK_ACTIONS` actions or 20 MiB), then refresh
+        ``refresh`` (default: both aliases) once, also when some items
+        failed, so what was written can be found and removed. Raises
+        :class:`StoreError` naming the first failed item and how many
+        failed, or saying the node cannot be reached (then nothing is refreshed)."""
         from elasticsearch import helpers
 
-        failed, first = 0, None
         results = self._call(what, lambda: list(helpers.streaming_bulk(
-            self.client, actions, chunk_size=500, max_chunk_bytes=20 * 1024 * 1024,
+            self.client, actions, chunk_size=BULK_ACTIONS, max_chunk_bytes=20 * 1024 * 1024,
             raise_on_error=False, raise_on_exception=False, max_retries=3,
-            initial_backoff=1, max_backoff=30, refresh=True)))
+            initial_backoff=1, max_backoff=30)))
+        self._call(f"refresh after {what}", self.client.indices.refresh,
+                   index=refresh or [self.pages_alias, self.units_alias])
+        failed, first = 0, None
         for ok, item in results:
             if not ok:
                 failed += 1
@@ -252,14 +273,21 @@ class ElasticsearchPageIndex:
                              f"items failed; first: {first}")
 
     def delete_document(self, doc_id: str) -> int:
-        """Remove a document's pages and unit vectors (ids found by a scan of
-        ``doc_id``, deleted in bulk, gone from searches when it returns);
-        returns pages removed."""
+        """Remove a document's pages and unit vectors: :meth:`delete_documents` of one."""
+        return self.delete_documents([doc_id])
+
+    def delete_documents(self, doc_ids: list[str]) -> int:
+        """Remove the pages and unit vectors of ``doc_ids`` (ids found by one
+        scan of each index, deleted in bulk, gone from searches when it
+        returns); returns pages removed."""
         from elasticsearch import helpers
+
+        if not doc_ids:
+            return 0
 
         def ids(alias: str) -> list[str]:
             return [hit["_id"] for hit in helpers.scan(
-                self.client, index=alias, query={"query": {"term": {"doc_id": doc_id}}},
+                self.client, index=alias, query={"query": {"terms": {"doc_id": list(doc_ids)}}},
                 source=False, size=1000)]
 
         pages = self._call("find pages", ids, self.pages_alias)

@@ -13,10 +13,10 @@ import json
 
 import numpy as np
 
-from pilar.model import Page, Scope
+from pilar.model import IndexedPages, Page, Scope
 from pilar.retrieval import query_terms
 from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
-from pilar.stores import SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def fts_query(question: str) -> str | None:
@@ -72,6 +72,14 @@ class SqlitePageIndex:
                      for j, (uid, v) in enumerate(zip(ids, vecs, strict=True))],
                 )
 
+    def add_documents(self, docs: list[IndexedPages]) -> None:
+        """:meth:`add_pages` for each of ``docs``, in one transaction (see
+        :meth:`pilar.retrieval.PageIndex.add_documents`)."""
+        with self.db.transaction():
+            for d in docs:
+                self.add_pages(d.pages, d.vectors, d.unit_ids, collection=d.collection,
+                               sections=d.sections)
+
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
         """``{unit_id: (dim,) float32}`` for the units embedded at ingest."""
         out = {}
@@ -102,8 +110,14 @@ class SqlitePageIndex:
 
     def delete_document(self, doc_id: str) -> int:
         """Remove a document's pages and vectors; returns pages removed."""
+        return self.delete_documents([doc_id])
+
+    def delete_documents(self, doc_ids: list[str]) -> int:
+        """Remove the pages and vectors of ``doc_ids`` in one transaction;
+        returns pages removed."""
         with self.db.transaction() as c:
-            return c.execute("DELETE FROM index_pages WHERE doc_id = ?", (doc_id,)).rowcount
+            return c.execute("DELETE FROM index_pages WHERE doc_id IN "
+                             "(SELECT value FROM json_each(?))", (json.dumps(doc_ids),)).rowcount
 
     def count(self) -> int:
         return self.db.conn.execute("SELECT count(*) FROM index_pages").fetchone()[0]

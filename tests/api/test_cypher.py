@@ -67,21 +67,25 @@ def test_a_result_over_the_byte_cap_is_cut_with_a_message(served):
 
 
 @pytest.mark.anyio
-async def test_mcp_cypher_refusal_is_a_tool_error(served):
+async def test_mcp_cypher_refusal_is_a_json_rpc_error(served):
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
 
     url = served["server"].url + "/mcp"
     async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
-            refused = await client.call_tool("cypher", {
-                "query": "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l"})
-            fine = await client.call_tool("cypher", {"query": "RETURN 1 AS one"})
-    assert refused.is_error
-    if served["backend"] != "neo4j":  # the embedded store: both are the 501's tool error
-        assert fine.is_error and "neo4j" in refused.content[0].text.lower()
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("cypher", {
+                    "query": "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l"})
+            fine = None
+            if served["backend"] == "neo4j":
+                fine = await client.call_tool("cypher", {"query": "RETURN 1 AS one"})
+    refused = caught.value
+    if served["backend"] != "neo4j":  # the embedded store: the 501 (and not listed)
+        assert refused.data["status"] == 501 and "neo4j" in refused.message.lower()
         return
-    assert refused.content[0].text.endswith(
+    assert refused.data["status"] == 422 and refused.message.endswith(
         "query refused: LOAD CSV is not allowed (it reads files and URLs)")
     assert fine.structured_content["rows"] == [{"one": 1}]

@@ -30,6 +30,21 @@ def _structured(result) -> dict:
     return result.structured_content
 
 
+def _tools_for(served, unlimited: bool = True) -> list[str]:
+    """The tools a key sees: ``cypher`` on Neo4j for a key of every collection."""
+    cypher = ["cypher"] if served["backend"] == "neo4j" and unlimited else []
+    return sorted(["answer", "get_page", "search", *cypher])
+
+
+async def _refused(client, tool: str, arguments: dict):
+    """The JSON-RPC error of a call (an MCPError), failing if the call succeeds."""
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as caught:
+        await client.call_tool(tool, arguments)
+    return caught.value
+
+
 @pytest.mark.anyio
 async def test_mcp_over_streamable_http(served):
     import httpx2
@@ -38,27 +53,102 @@ async def test_mcp_over_streamable_http(served):
     url = served["server"].url + "/mcp"
     async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
         names, result = await _mcp_search(streamable_http_client(url, http_client=http))
-    assert names == ["answer", "cypher", "get_page", "search"]
+    assert names == _tools_for(served)
     packet = _structured(result)["packet"]
     assert packet["citations"] and 0 < packet["tokens"] <= 400
     async with httpx2.AsyncClient(timeout=60) as anon:
         r = await anon.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert r.status_code == 401 and r.headers["content-type"] == "application/problem+json"
     async with httpx2.AsyncClient(headers={"X-API-Key": ALPHA}, timeout=300) as http:
-        _, limited = await _mcp_search(streamable_http_client(url, http_client=http))
+        names, limited = await _mcp_search(streamable_http_client(url, http_client=http))
+    assert names == _tools_for(served, unlimited=False)
     cited = {c["doc_id"] for c in _structured(limited)["packet"]["citations"]}
     assert cited == set(doc_ids(served["alpha_job"]))
-    # the reader's answer (the stub's), and its faults as tool errors
+    # the reader's answer (the stub's), and its faults as JSON-RPC errors with the problem
     from mcp import Client
 
     async with httpx2.AsyncClient(headers={"X-API-Key": ALPHA}, timeout=300) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
             said = await client.call_tool("answer", {"question": KANPUR, "budget_tokens": 400})
-            failed = await client.call_tool("answer", {"question": f"FAULT-500 {KANPUR}"})
+            failed = await _refused(client, "answer", {"question": f"FAULT-500 {KANPUR}"})
     body = _structured(said)
     assert body["short"] == "Ratan Tower" and body["citations"][0]["n"] == 1
     assert {c["citation"]["doc_id"] for c in body["citations"]} <= set(doc_ids(served["alpha_job"]))
-    assert failed.is_error and "reader failed: HTTP error 500" in failed.content[0].text
+    assert failed.code == -32603 and failed.message.startswith("reader failed: HTTP error 500")
+    assert (failed.data["status"], failed.data["detail"]) == (502, failed.message)
+
+
+@pytest.mark.anyio
+async def test_a_wrong_key_is_told_to_the_mcp_client(served):
+    """The SDK's client shows the gate's words, not "Server returned an error response"."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    url = served["server"].url + "/mcp"
+    async with httpx2.AsyncClient(headers={"X-API-Key": "wrong-key-0000000000"},
+                                  timeout=60) as http:
+        with pytest.raises(Exception) as caught:
+            async with Client(streamable_http_client(url, http_client=http)):
+                pass
+    found = caught.value
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    assert isinstance(found, MCPError), repr(found)
+    assert found.message == ("a valid API key is needed (Authorization: Bearer KEY or "
+                             "X-API-Key: KEY)")
+    assert found.data["status"] == 401
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("header,value,status,detail", [
+    ("host", "evil.example:80", 421, "the Host header names a host this server does not "
+                                     "answer to (PILAR_API_ALLOWED_HOSTS)"),
+    ("origin", "http://evil.example", 403, "the Origin header names an origin this server "
+                                           "does not accept (PILAR_API_ALLOWED_HOSTS)")])
+async def test_host_and_origin_refusals_are_problems(served, header, value, status, detail):
+    import httpx2
+
+    url = served["server"].url + "/mcp"
+    async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=60) as http:
+        r = await http.post(url, headers={header: value, "accept": "application/json, "
+                                                                   "text/event-stream"},
+                            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r.status_code == status and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["detail"] == detail
+
+
+@pytest.mark.anyio
+async def test_search_text_is_the_numbered_packet(served):
+    """An agent reads ``[n] excerpt`` with its source below; the text stays
+    within 1.5x the packet's characters (at 512 tokens), and the structured
+    content is the whole response."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = served["server"].url + "/mcp"
+    async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            result = await client.call_tool("search", {"query": KANPUR, "budget_tokens": 512})
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            unknown = await _refused(client, "search", {"query": KANPUR, "top": 3})
+            huge = await _refused(client, "search", {"query": KANPUR, "budget_tokens": 10**23})
+    body = _structured(result)
+    text = result.content[0].text
+    items = body["packet"]["items"]
+    assert items and text.startswith("[1] ")
+    assert [line.split("] ", 1)[0] + "]" for line in text.splitlines()
+            if line.startswith("[")] == [f"[{n}]" for n in range(1, len(items) + 1)]
+    first = items[0]["citation"]
+    assert f"    -- {first['source']}, page {first['page']}" in text
+    assert len(text) <= 1.5 * len(body["packet"]["text"]), (len(text), len(body["packet"]["text"]))
+    schema = tools["search"].input_schema
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["budget_tokens"]["anyOf"][0]["maximum"] == 32_768
+    assert (unknown.code, unknown.message) == (-32602, "top: Extra inputs are not permitted")
+    assert huge.message.startswith("budget_tokens: budget must be at most 32,768 tokens")
 
 
 @pytest.mark.anyio
@@ -69,7 +159,7 @@ async def test_mcp_over_stdio(served):
     params = StdioServerParameters(command=sys.executable, args=["-m", "pilar", "mcp"],
                                    env={k: v for k, v in server.env.items()}, cwd=str(server.home))
     names, result = await _mcp_search(params)
-    assert names == ["answer", "cypher", "get_page", "search"]
+    assert names == _tools_for(served)
     body = _structured(result)
     assert body["packet"]["citations"] and body["pages"]
 
@@ -83,12 +173,12 @@ async def test_mcp_refuses_a_bad_collection_name_and_shows_no_server_path(served
     url = served["server"].url + "/mcp"
     async with httpx2.AsyncClient(headers={"X-API-Key": FULL}, timeout=300) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
-            refused = [await client.call_tool(tool, {arg: "kanpur", "collections": [bad]})
+            refused = [await _refused(client, tool, {arg: "kanpur", "collections": [bad]})
                        for tool, arg in (("search", "query"), ("answer", "question"))
                        for bad in ("a\x01b", "team-a\u200b", "")]
             found = await client.call_tool("search", {"query": KANPUR, "budget_tokens": 400})
-    for result, bad in zip(refused, ["a\x01b", "team-a\u200b", ""] * 2):
-        assert result.is_error and f"collection {bad!r}" in result.content[0].text, result
+    for error, bad in zip(refused, ["a\x01b", "team-a\u200b", ""] * 2):
+        assert f"collection {bad!r}" in error.message and error.data["status"] == 422, error
     body = _structured(found)
     sources = {p["source"] for p in body["pages"]} | {c["source"]
                                                      for c in body["packet"]["citations"]}

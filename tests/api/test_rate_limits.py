@@ -62,6 +62,7 @@ async def test_mcp_tools_count_with_their_routes(limited):
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
 
     rest = limited.client(KEYS[2])
     query = {"query": "tallest building in kanpur", "budget_tokens": 400}
@@ -69,11 +70,12 @@ async def test_mcp_tools_count_with_their_routes(limited):
     async with httpx2.AsyncClient(headers={"X-API-Key": KEYS[2]}, timeout=300) as http:
         async with Client(streamable_http_client(limited.url + "/mcp", http_client=http)) as client:
             allowed = await client.call_tool("search", query)
-            refused = await client.call_tool("search", query)
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("search", query)
     assert not allowed.is_error
-    assert refused.is_error
-    assert re.fullmatch(rf"Error executing tool search: rate limit of {LIMIT} for search reached "
-                        r"\(PILAR_API_RATE_LIMIT\); retry in \d+ s", refused.content[0].text)
+    assert refused.value.data["status"] == 429
+    assert re.fullmatch(rf"rate limit of {LIMIT} for search reached "
+                        r"\(PILAR_API_RATE_LIMIT\); retry in \d+ s", refused.value.message)
 
 
 def test_mcp_accepts_the_served_address_and_refuses_other_hosts(limited):

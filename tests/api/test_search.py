@@ -32,8 +32,11 @@ def test_tools_schema_is_the_search_request(served):
     [tool] = served["full"].get("/v1/tools").json()
     assert tool["type"] == "function" and tool["function"]["name"] == "search"
     params = tool["function"]["parameters"]
-    assert params["required"] == ["query"]
-    assert params["properties"]["budget_tokens"]["maximum"] == 32768
+    assert params["required"] == ["query"] and params["additionalProperties"] is False
+    budget = params["properties"]["budget_tokens"]
+    assert (budget["default"], budget["anyOf"][0]["minimum"], budget["anyOf"][0]["maximum"]) \
+        == (None, 32, 32768)  # None: PILAR_BUDGET
+    assert params["properties"]["query"]["maxLength"] == 4000  # PILAR_MAX_QUERY_CHARS
 
 
 def test_entities_search_get_and_neighborhood(served):

@@ -91,6 +91,7 @@ def _requests(ids: dict) -> dict[tuple[str, str], list[dict]]:
                                  {"json": {"query": ids["query"], "doc_ids": [d],
                                            "collections": ["default"]}}],
         ("get", "/v1/tools"): [{}],
+        ("get", "/v1/collections"): [{}],
         ("post", "/v1/answer"): [{"json": {"question": ids["query"], "budget_tokens": 800}},
                                  {"json": {"question": ids["query"], "doc_ids": [d],
                                            "collections": ["default"]}},

@@ -9,7 +9,7 @@ reader that fails at once gets the same problem+json; one that fails midway
 ends the stream with an ``error`` event holding the problem.
 """
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the body model is built per settings
 
 import json
 from collections.abc import Iterator
@@ -20,7 +20,9 @@ from fastapi.sse import EventSourceResponse, format_sse_event
 
 from pilar.api import scoping
 from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
-from pilar.api.models import AnswerRequest, AnswerResponse, Problem, answer_response
+from pydantic import BaseModel
+
+from pilar.api.models import AnswerResponse, Problem, answer_request, answer_response
 from pilar.config import Settings
 from pilar.errors import LLMError
 
@@ -61,23 +63,25 @@ ANSWER_DESCRIPTION = (
     "(document, page, section path, bbox or table cell), flags and the packet.")
 
 
-def run_answer(pilar, caller, req: AnswerRequest, shown) -> AnswerResponse:
-    """One (not streamed) answer for ``caller`` (shared by REST and MCP),
-    sources shown through ``shown`` (:meth:`pilar.api.paths.ServerPaths.shown`)."""
-    return answer_response(scoping.answer(pilar, caller, req.question, req.budget_tokens,
-                                          req.k, req.profile, req.doc_ids, req.collections),
-                           shown)
+def run_answer(pilar, caller, req: BaseModel, shown) -> AnswerResponse:
+    """One (not streamed) answer for ``caller`` (shared by REST and MCP) from
+    an :func:`~pilar.api.models.answer_request` instance, sources shown
+    through ``shown`` (:meth:`pilar.api.paths.ServerPaths.shown`)."""
+    return answer_response(scoping.answer(pilar, caller, req), shown)
 
 
 def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["answer"],
                        responses={401: {"model": Problem}, 422: {"model": Problem}})
+    AnswerRequest = answer_request(settings)
 
     @router.post("/answer", response_model=AnswerResponse, dependencies=[rate_limit("answer")],
                  responses={**RATE_LIMITED,
         200: {"content": {SSE: {"itemSchema": SSE_ITEM}}, "description":
               "the answer (JSON), or with `stream` server-sent events: " + STREAM_DOC},
         502: {"model": Problem, "description": "the reader's model server failed"},
+        404: {"model": Problem, "description": "the collections or documents named hold "
+                                               "no document"},
         503: {"model": Problem, "description": "no reader is configured"},
         504: {"model": Problem, "description": "the reader timed out"}})
     def answer(pilar: PilarDep, caller: Caller, paths: PathsDep, req: AnswerRequest,
@@ -90,8 +94,7 @@ def routes(settings: Settings) -> APIRouter:
         200 response."""
         if not (req.stream or SSE in request.headers.get("accept", "")):
             return run_answer(pilar, caller, req, paths.shown)
-        result = scoping.answer(pilar, caller, req.question, req.budget_tokens, req.k,
-                                req.profile, req.doc_ids, req.collections, stream=True)
+        result = scoping.answer(pilar, caller, req, stream=True)
         deltas = iter(result)
         # the first delta before the response starts: a reader failing at once (or
         # replying nothing, which finishing the stream reports) gets problem+json

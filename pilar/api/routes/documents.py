@@ -21,9 +21,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from pilar.api import scoping, uploads
 from pilar.api.deps import RATE_LIMITED, Caller, Owner, PathsDep, PilarDep, rate_limit
 from pilar.api.jobs import JobStore, discard_unstored, job_events_key, new_job, upload_folder
-from pilar.api.models import (ENDED, MAX_IDS, CollectionName, Deleted, DocumentList, DocumentOut,
-                              Job, JobAccepted, JobList, JobState, JobSummary, PathsRequest,
-                              Problem, UploadForm, document_out)
+from pilar.api.models import (ENDED, MAX_IDS, CollectionList, CollectionName, Deleted,
+                              DocumentList, DocumentOut, Job, JobAccepted, JobList, JobState,
+                              JobSummary, PathsRequest, Problem, UploadForm, document_out)
 from pilar.api.paths import PathRefused, ServerPaths
 from pilar.config import Settings
 from pilar.ingest.files import select_files
@@ -226,6 +226,16 @@ def routes(settings: Settings) -> APIRouter:
                 yield ServerSentEvent(data=job, event="progress")
             await asyncio.sleep(EVENT_POLL)
             job = await asyncio.to_thread(request.app.state.jobs.get, job_id)
+
+    @router.get("/collections", response_model=CollectionList)
+    def list_collections(pilar: PilarDep, caller: Caller) -> CollectionList:
+        """The collections the key may read and write: a limited key's own
+        (``limited``); for any other key ``default`` and every collection
+        holding a document. The web page's collection picker shows them."""
+        if not caller.unlimited:
+            return CollectionList(collections=sorted(caller.collections), limited=True)
+        held = {d.collection for d in scoping.documents(pilar, caller)}
+        return CollectionList(collections=sorted(held | {DEFAULT_COLLECTION}), limited=False)
 
     @router.get("/documents", response_model=DocumentList)
     def list_documents(pilar: PilarDep, caller: Caller, paths: PathsDep,

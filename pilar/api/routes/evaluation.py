@@ -10,16 +10,18 @@ key's collections (:func:`pilar.api.scoping.eval_collections`), and only a
 key that sees every collection it read sees the job.
 """
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the body model is built per settings
 
 from fastapi import APIRouter, HTTPException, Request
 
 from pilar.api import scoping
 from pilar.api.deps import RATE_LIMITED, Caller, Owner, PathsDep, PilarDep, rate_limit
-from pilar.api.models import EvalQuestion, EvalRequest, JobAccepted, Problem
+from pilar.api.models import EvalQuestion, JobAccepted, Problem, eval_request
 from pilar.api.routes.documents import accepted, readable
 from pilar.config import Settings
 from pilar.eval.questions import Question, load_questions
+from pilar.model import Scope
+from pilar.query import check_question
 
 
 def question_of(q: EvalQuestion) -> Question:
@@ -33,6 +35,7 @@ def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["eval"], responses={
         401: {"model": Problem}, 403: {"model": Problem}, 404: {"model": Problem},
         422: {"model": Problem}, 503: {"model": Problem}})
+    EvalRequest = eval_request(settings)
 
     @router.post("/eval", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("eval")], responses=RATE_LIMITED)
@@ -58,6 +61,10 @@ def routes(settings: Settings) -> APIRouter:
         if not total:
             raise HTTPException(422, "no questions to evaluate")
         collections = scoping.eval_collections(caller, req.collections)
+        # the checks of every request (pilar.query), before a job is queued
+        pilar.require_scope(Scope.of(collections))
+        for q in req.questions or ():
+            check_question(q.question, settings.max_query_chars)
 
         def run(progress):
             report = pilar.evaluate(source, budget=req.budget_tokens, k=req.k,

@@ -12,7 +12,7 @@ from pilar.api.deps import RATE_LIMITED, Caller, PilarDep, Unlimited, rate_limit
 from pilar.api.models import (CypherRequest, CypherResponse, EntityList, EntityOut,
                               NeighborhoodOut, PageRef, Problem)
 from pilar.config import Settings
-from pilar.graph.explore import MAX_DEPTH, CypherError
+from pilar.graph.explore import MAX_DEPTH
 from pilar.graph.neo4j_guard import RULES
 
 
@@ -26,7 +26,8 @@ def neighborhood_out(found, titles: dict[str, str] | None = None) -> Neighborhoo
                              title=(titles or {}).get(doc_id, "")))
     return NeighborhoodOut.model_validate({
         "entities": found.entities, "assertions": found.assertions, "same_as": found.same_as,
-        "supports": found.supports, "pages": pages, "mentions": found.mentions})
+        "supports": found.supports, "pages": pages, "mentions": found.mentions,
+        "truncated": found.truncated})
 
 
 def run_cypher(pilar, req: CypherRequest) -> CypherResponse:
@@ -34,12 +35,10 @@ def run_cypher(pilar, req: CypherRequest) -> CypherResponse:
     a query refused before it runs (LOAD CSV, a procedure outside the
     allow-list, SHOW and administration commands, a write: see
     :mod:`pilar.graph.neo4j_guard`), one the server refuses (a syntax error)
-    or one the server ended at its timeout; 503 when the server fails. The
-    facade's :class:`~pilar.errors.ConfigError` (no Neo4j) becomes the 501."""
-    try:
-        result = pilar.cypher(req.query, req.params, timeout=req.timeout, row_cap=req.limit)
-    except CypherError as exc:
-        raise HTTPException(422 if exc.is_client_error else 503, str(exc)) from None
+    or one the server ended at its timeout; 503 when the server fails
+    (:class:`~pilar.errors.CypherError`'s ``status``); 501 on the embedded
+    graph (:class:`~pilar.errors.NotSupportedError`)."""
+    result = pilar.cypher(req.query, req.params, timeout=req.timeout, row_cap=req.limit)
     return CypherResponse(columns=result.columns, rows=result.rows, truncated=result.truncated,
                           message=result.message)
 

@@ -1,45 +1,49 @@
 """``POST /v1/search``, the agent tool, and ``GET /v1/tools``, its OpenAI
-function-calling schema."""
+function-calling schema. The body is the request model of every face
+(:func:`pilar.api.models.search_request`, limits from ``Settings``)."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: FastAPI reads the body model
+# from the route's annotations, and the model is built per settings.
 
 from fastapi import APIRouter
+from pydantic import BaseModel
 
 from pilar.api import scoping
 from pilar.api.deps import RATE_LIMITED, Caller, PathsDep, PilarDep, rate_limit
-from pilar.api.models import Problem, SearchRequest, SearchResponse, search_response
+from pilar.api.models import Problem, SearchResponse, search_request, search_response
 from pilar.config import Settings
 
 SEARCH_DESCRIPTION = (
-    "Search pilar's documents for evidence. Returns the best pages and a packet of cited "
-    "excerpts (document, page, section path, bbox or table cell for every line) that fits "
-    "budget_tokens. Cite packet lines by their [n] markers.")
+    "Search pilar's documents for evidence. Returns a packet of numbered, cited excerpts "
+    "([n] text, then its source: document, page, section path, bbox or table cell) that "
+    "fits budget_tokens, and the ranked pages; cite excerpts by their [n].")
 
 
-def openai_tools() -> list[dict]:
+def openai_tools(settings: Settings) -> list[dict]:
     """The OpenAI function-calling schema of the ``search`` tool (its
-    parameters are :class:`SearchRequest`'s JSON schema)."""
-    schema = SearchRequest.model_json_schema()
+    parameters are the search request's JSON schema, with ``settings``' limits)."""
+    schema = search_request(settings).model_json_schema()
     schema.pop("title", None)
     return [{"type": "function",
              "function": {"name": "search", "description": SEARCH_DESCRIPTION,
                           "parameters": schema}}]
 
 
-def run_search(pilar, caller, req: SearchRequest, shown) -> SearchResponse:
-    """One search for ``caller`` (shared by REST and MCP), sources shown
+def run_search(pilar, caller, req: BaseModel, shown) -> SearchResponse:
+    """One search for ``caller`` (shared by REST and MCP) from a
+    :func:`~pilar.api.models.search_request` instance, sources shown
     through ``shown`` (:meth:`pilar.api.paths.ServerPaths.shown`)."""
-    result = scoping.search(pilar, caller, req.query, req.budget_tokens, req.k, req.profile,
-                            req.doc_ids, req.collections)
-    return search_response(result, shown)
+    return search_response(scoping.search(pilar, caller, req), shown)
 
 
 def routes(settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["search"],
                        responses={401: {"model": Problem}, 422: {"model": Problem}})
+    SearchRequest = search_request(settings)
 
     @router.post("/search", response_model=SearchResponse, dependencies=[rate_limit("search")],
-                 responses=RATE_LIMITED)
+                 responses={**RATE_LIMITED, 404: {"model": Problem, "description":
+                            "the collections or documents named hold no document"}})
     def search(pilar: PilarDep, caller: Caller, paths: PathsDep,
                req: SearchRequest) -> SearchResponse:
         """Rank pages and pack cited evidence within ``budget_tokens`` (PILAR §3.4-3.5)."""
@@ -48,6 +52,6 @@ def routes(settings: Settings) -> APIRouter:
     @router.get("/tools")
     def tools(caller: Caller) -> list[dict]:
         """The ``search`` tool as an OpenAI function-calling schema."""
-        return openai_tools()
+        return openai_tools(settings)
 
     return router

@@ -3,10 +3,13 @@
 // the trace); then the reader's answer, streamed as it is generated, its [n]
 // citations linked to the packet items shown. Without a reader on the server
 // (503) the answer panel says so in one line and the packet stays. Clicking a
-// citation opens its page in the evidence panel.
+// citation opens its page in the evidence panel. The question, budget and k
+// carry the server's limits (the search tool's schema, GET /v1/tools); an
+// empty budget or k is the server's default (PILAR_BUDGET, PILAR_TOP_K).
 import { ApiError, call, events } from "./api.js";
+import * as collections from "./collections.js";
 import { clip, fill, h, num } from "./dom.js";
-import { openPage } from "./evidence.js";
+import { closePage, openPage } from "./evidence.js";
 
 const BONUSES = ["adjacent", "same_section", "alias", "graph"];
 
@@ -21,11 +24,27 @@ function show(error) {
   fill(document.getElementById("ask-status"), h("span.error", {}, error.message));
 }
 
+/** Set the form's bounds from the search tool's parameters (the request
+ * model every face uses, with this server's limits). */
+export async function limits() {
+  const [tool] = await call("/v1/tools");
+  const fields = tool.function.parameters.properties;
+  const bound = (field) => (fields[field].anyOf || [fields[field]])[0];
+  document.getElementById("question").maxLength = fields.query.maxLength;
+  for (const [id, field] of [["budget", "budget_tokens"], ["top-k", "k"]]) {
+    const input = document.getElementById(id);
+    input.min = bound(field).minimum;
+    input.max = bound(field).maximum;
+  }
+}
+
 function request() {
   const value = (id) => document.getElementById(id).value;
-  const body = { query: value("question").trim(), budget_tokens: Number(value("budget")),
-    k: Number(value("top-k")) };
+  const body = { query: value("question").trim() };
+  if (value("budget")) body.budget_tokens = Number(value("budget"));
+  if (value("top-k")) body.k = Number(value("top-k"));
   if (value("profile")) body.profile = value("profile");
+  if (collections.chosen()) body.collections = [collections.chosen()];
   return body;
 }
 
@@ -34,6 +53,7 @@ async function ask() {
   const body = request();
   fill(status, "searching…");
   fill(document.getElementById("packet"));
+  closePage(); // the last question's page is not this one's evidence
   const box = document.getElementById("answer");
   box.hidden = true;
   delete box.dataset.state;
@@ -42,8 +62,13 @@ async function ask() {
   fill(status, `${packet.items.length} items · ${packet.tokens} of ${packet.budget} tokens` +
     `${packet.estimate ? " (estimated)" : ""} · ${result.pages.length} pages ranked`);
   const pages = new Map(result.pages.map((p) => [p.page_id, p]));
-  fill(document.getElementById("packet"),
-    packet.items.map((item, i) => itemView(item, i + 1, pages.get(pageIdOf(item.citation)))));
+  const explained = new Set(); // a page's score line once, on its first item
+  fill(document.getElementById("packet"), packet.items.map((item, i) => {
+    const id = pageIdOf(item.citation);
+    const first = !explained.has(id);
+    explained.add(id);
+    return itemView(item, i + 1, pages.get(id), first);
+  }));
   ranked(result.pages);
   await answer(body, packet.items);
 }
@@ -127,7 +152,27 @@ export function citationLabel(c, title) {
   return parts.join(" · ");
 }
 
-function itemView(item, n, page) {
+/** An item's text as the packet writes it, rendered: `#` heading lines
+ * (the group's context path) as headings, runs of `a | b` lines (a table's
+ * header and rows) as a table, other lines as paragraphs. */
+export function packetText(text) {
+  const out = [];
+  let rows = null;
+  for (const line of text.split("\n")) {
+    const heading = /^#{1,6}\s+(.*)$/.exec(line);
+    if (line.includes(" | ") && !heading) {
+      if (!rows) out.push(h("table.rows", {}, rows = h("tbody")));
+      rows.append(h("tr", {}, line.split(" | ").map((cell) => h("td", {}, cell.trim()))));
+      continue;
+    }
+    rows = null;
+    if (heading) out.push(h("div.heading", {}, heading[1]));
+    else if (line.trim()) out.push(h("p", {}, line));
+  }
+  return out;
+}
+
+function itemView(item, n, page, first = true) {
   const c = item.citation;
   const open = () => {
     document.querySelectorAll("#packet .item.active").forEach((el) => el.classList.remove("active"));
@@ -141,8 +186,8 @@ function itemView(item, n, page) {
       page?.trace?.expanded ? h("span.tag.expanded", {}, "expanded") : null,
       page?.trace?.seed ? h("span.tag", {}, "seed") : null,
       h("span.tag", {}, `${item.tokens} tokens`)),
-    h("div.text", {}, item.text),
-    page ? why(page) : null);
+    h("div.text", {}, packetText(item.text)),
+    page && first ? why(page) : null);
   return li;
 }
 

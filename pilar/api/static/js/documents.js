@@ -3,6 +3,7 @@
 // reasons for failures, delete; the key's recent jobs (GET /v1/jobs), each
 // with a Cancel button while it is queued or running.
 import { call, events, seg } from "./api.js";
+import * as collections from "./collections.js";
 import { fill, h } from "./dom.js";
 
 const PAGE = 50;
@@ -25,6 +26,7 @@ export function setup() {
   input.addEventListener("change", () => { upload([...input.files]); input.value = ""; });
   document.getElementById("docs-refresh").addEventListener("click", () => refresh());
   document.querySelector("#docs-more button").addEventListener("click", () => refresh(true));
+  collections.onChange(() => refresh());
 }
 
 /** Reload the document list (or append the next page when `more`); the
@@ -33,7 +35,9 @@ export async function refresh(more = false) {
   if (!more && !document.querySelector("#jobs .job")) await recentJobs();
   const body = document.querySelector("#docs tbody");
   const offset = more ? shown : 0;
-  const page = await call(`/v1/documents?${new URLSearchParams({ offset, limit: PAGE })}`);
+  const query = new URLSearchParams({ offset, limit: PAGE });
+  if (collections.chosen()) query.set("collection", collections.chosen());
+  const page = await call(`/v1/documents?${query}`);
   const rows = page.items.map(row);
   if (more) body.append(...rows); else fill(body, rows);
   shown = offset + page.items.length;
@@ -99,6 +103,7 @@ async function cancel(card) {
 export async function upload(list) {
   if (!list.length) return;
   const form = new FormData();
+  form.append("collection", collections.target()); // before the files: checked first
   for (const f of list) form.append("files", f, f.name);
   const card = jobCard(files(list.length), "uploading");
   fill(card.querySelector(".state"), "uploading…");

@@ -38,7 +38,9 @@ export async function neighbourhood(id) {
   const box = document.getElementById("hood");
   box.hidden = false;
   box.dataset.entityId = id;
-  fill(document.getElementById("hood-title"), `${centre.name} · depth ${depth}`);
+  fill(document.getElementById("hood-title"), `${centre.name} · depth ${depth}`,
+    hood.truncated ? h("span.tag.truncated", { title: "an entity has more links than are shown" },
+      "cut at the per-entity cap") : null);
   const { nodes, edges } = elements(hood, id);
   draw(nodes, edges);
   lists(hood);

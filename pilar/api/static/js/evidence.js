@@ -13,7 +13,17 @@ let imageUrl = null;
 let opened = 0;
 
 export function setup() {
-  document.getElementById("ev-close").addEventListener("click", () => { panel().hidden = true; });
+  document.getElementById("ev-close").addEventListener("click", closePage);
+}
+
+/** Close the panel and drop its page (a page still loading is not shown). */
+export function closePage() {
+  opened++;
+  const pane = panel();
+  pane.hidden = true;
+  delete pane.dataset.pageId;
+  delete pane.dataset.state;
+  for (const id of ["ev-body", "ev-title", "ev-meta", "ev-nav"]) fill(document.getElementById(id));
 }
 
 /**

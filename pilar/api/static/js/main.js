@@ -3,6 +3,7 @@
 // the tabs. The key lives in sessionStorage for this tab.
 import { ApiError, AuthRequired, key, whenAuthLost } from "./api.js";
 import * as ask from "./ask.js";
+import * as collections from "./collections.js";
 import * as documents from "./documents.js";
 import * as entities from "./entities.js";
 import * as evidence from "./evidence.js";
@@ -13,8 +14,10 @@ function lock(message = "") {
   $("app").hidden = true;
   $("tabs").hidden = true;
   $("sign-out").hidden = true;
+  $("collection-picker").hidden = true;
   // drop whatever was rendered with the old key
-  for (const sel of ["#docs tbody", "#jobs", "#packet", "#answer", "#entity-hits", "#hood-lists", "#ev-body"]) {
+  for (const sel of ["#docs tbody", "#jobs", "#packet", "#answer", "#entity-hits", "#hood-lists", "#ev-body",
+    "#collection"]) {
     document.querySelector(sel).replaceChildren();
   }
   $("hood").hidden = true;
@@ -26,7 +29,8 @@ function lock(message = "") {
 
 async function unlock() {
   try {
-    await documents.refresh();
+    await collections.load();
+    await Promise.all([documents.refresh(), ask.limits()]);
   } catch (error) {
     if (error instanceof AuthRequired) return; // whenAuthLost already showed the gate
     $("boot-error").hidden = false;
@@ -65,6 +69,7 @@ $("key-form").addEventListener("submit", (e) => {
 $("sign-out").addEventListener("click", () => { key.clear(); lock(); });
 
 tabs();
+collections.setup();
 documents.setup();
 ask.setup();
 entities.setup();

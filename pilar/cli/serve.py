@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pilar.cli import HomeOpt, _pilar, app, err, fail, reported
+from pilar.cli.base import HomeOpt, _pilar, app, err, fail, reported
 from pilar.config import Settings
 from pilar.errors import PilarError
 

@@ -11,10 +11,11 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pilar.cli import (BudgetOpt, HomeOpt, ProfileOpt, _default, _pilar, command, err, fail,
-                       out)
-from pilar.config import PROFILES
-from pilar.errors import PilarError
+from pilar.cli.base import (BudgetOpt, CollectionsOpt, HomeOpt, ProfileOpt, _collections, _default,
+                            _pilar, command, err, fail, out)
+from pilar.config import Settings
+from pilar.errors import QuestionsError
+from pilar.query import options
 from pilar.eval.run import markdown_table, report_json
 
 EVAL_LIMIT = 300
@@ -28,7 +29,8 @@ def eval_(questions: Annotated[Path, typer.Argument(
           budget: BudgetOpt = None,
           k: Annotated[Optional[int], typer.Option(
               "--k", metavar="N", help="pages packed and checked for support-chain coverage, "
-              f"at least 1 [default: PILAR_TOP_K or {_default('top_k')}]")
+              f"1 to PILAR_MAX_K ({_default('max_k')}) [default: PILAR_TOP_K or "
+              f"{_default('top_k')}]")
               ] = None,
           profile: ProfileOpt = None,
           limit: Annotated[Optional[int], typer.Option(
@@ -38,12 +40,17 @@ def eval_(questions: Annotated[Path, typer.Argument(
           reader: Annotated[bool, typer.Option(
               "--reader", help="also answer each question (needs PILAR_LLM_BASE_URL; slow) "
                                "and report EM, ANLS and citation support")] = False,
+          collection: CollectionsOpt = None,
           home: HomeOpt = None) -> None:
     """Evaluate search on QUESTIONS over the current store: recall@k, MRR,
     support-chain coverage and evidence delivery (with --reader also EM,
     ANLS and citation support of the answers), as a Markdown table."""
-    if profile is not None and profile not in PROFILES:
-        raise typer.BadParameter(f"must be one of {', '.join(PROFILES)}", param_hint="--profile")
+    _collections(collection)
+    settings = Settings()  # a bad setting: exit 2 naming it (reported)
+    try:  # the checks of every request (pilar.query), before a store is opened
+        options(settings, budget, k, profile, collection or None)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc), 2)
     if limit is not None and limit < 0:
         raise typer.BadParameter("must be 0 (all) or more", param_hint="--limit")
     if json_out is not None:
@@ -60,13 +67,12 @@ def eval_(questions: Annotated[Path, typer.Argument(
         try:
             report = p.evaluate(questions, budget=budget, k=k, profile=profile,
                                 limit=EVAL_LIMIT if limit is None else (limit or None),
-                                reader=reader,
+                                reader=reader, collections=collection or None,
                                 progress=lambda done, total: bar.update(task, completed=done,
                                                                         total=total))
-        except (PilarError, ValueError, TypeError) as exc:
+        except (QuestionsError, ValueError, TypeError) as exc:  # bad input: exit 2
             bar.stop()
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
+            fail(str(exc), 2)
     for note in report.notes:
         err.print(f"[yellow]note[/] {escape(note)}")
     out.print(f"{report.method} on {escape(report.questions)}: {report.counts['all']} questions, "
