@@ -261,21 +261,17 @@ class Unit:
     row_index: int | None = None
     headers: tuple[str, ...] = ()
     cells: tuple[str, ...] = ()
-    stats: UnitStats | None = field(default=None, compare=False, repr=False)
-    """What packing reads of the unit instead of recomputing it per search
-    (stored at ingest, filled lazily for older stores); None until known."""
+    stats: UnitStats | None = field(default=None, compare=False, repr=False)  # None: not yet known
 
 
 @dataclass(slots=True, frozen=True)
 class UnitStats:
-    """Ingest-time statistics of a :class:`Unit` for selection and packing.
-
-    ``terms`` maps each lexical term of the completed text
-    (:func:`pilar.retrieval.terms.tokens`: stemmed content words) to its
-    occurrences and ``length`` is their sum (BM25's document length);
-    ``tokens`` is the reader-token count of the unit's packed line
-    (:func:`pilar.packing.statistics.unit_line`) under the tokenizer named
-    ``tokenizer`` (valid only for that tokenizer)."""
+    """What selection and packing read of a :class:`Unit`, stored at ingest
+    (filled on first read for older stores): ``terms`` maps each term of the
+    completed text (:func:`pilar.retrieval.terms.tokens`) to its occurrences,
+    ``length`` is their sum (BM25's document length), ``tokens`` the reader
+    tokens of the unit's packed line (:func:`pilar.packing.statistics.unit_line`)
+    under the tokenizer named ``tokenizer``."""
 
     terms: dict[str, int]
     length: int
