@@ -18,7 +18,7 @@ import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
-from pilar.errors import StoreError
+from pilar.errors import StoreError, UnknownScopeError
 from pilar.retrieval.embeddings import group_leaders
 from tests.conftest import FIXTURES, ROOT
 
@@ -60,8 +60,11 @@ def test_collections_filter_search_and_docs(stack):
     assert outside and f"{kanpur.doc_id}:1" not in outside
     assert _page_ids(p, q, collections=["cities"]) == [f"{kanpur.doc_id}:1"]
     assert _page_ids(p, q, doc_ids=[sophie.doc_id]) == [f"{sophie.doc_id}:1"]
-    assert _page_ids(p, q, collections=["cities"], doc_ids=[sophie.doc_id]) == []
-    assert _page_ids(p, q, collections=["nowhere"]) == []
+    # a scope that holds nothing is the same error on every face (issue 32: one request)
+    with pytest.raises(UnknownScopeError, match="not in collection 'cities'|no documents"):
+        p.search(q, collections=["cities"], doc_ids=[sophie.doc_id])
+    with pytest.raises(UnknownScopeError, match="no documents in collection 'nowhere'"):
+        p.search(q, collections=["nowhere"])
     result = p.search(q, collections=["default"], budget=400)
     assert all(c.doc_id != kanpur.doc_id for c in result.packet.citations)
     with pytest.raises(TypeError, match="collections must be a list of strings"):
