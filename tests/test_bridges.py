@@ -14,7 +14,7 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.bridges import Chain, keep_chains
+from pilar.retrieval.chains import Chain, keep_chains
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]

@@ -32,7 +32,8 @@ from pilar.ingest.codes import codes
 from pilar.ingest.names import normalise
 from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
-from pilar.retrieval.bridges import BridgeExpander, bridge_name, mark_bridging
+from pilar.retrieval.bridges import BridgeExpander
+from pilar.retrieval.chains import bridge_name, mark_bridging
 from pilar.retrieval.hybrid import HybridRetriever, beside
 
 _DIGIT = re.compile(r"\d")
