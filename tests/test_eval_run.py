@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from pilar import Pilar
 from pilar.cli import app
-from pilar.errors import QuestionsError
+from pilar.errors import QuestionsError, UnknownScopeError
 from pilar.eval.questions import load_questions
 from pilar.eval.run import QuestionScore, aggregate, markdown_table
 
@@ -136,10 +136,9 @@ def test_eval_with_reader_needs_one_and_collections_limit_the_pages(chains, tmp_
     assert no_reader.exit_code == 2, no_reader.output
     assert "no reader is configured: set PILAR_LLM_BASE_URL" in no_reader.output
     assert "Traceback" not in no_reader.output
-    # a collection that holds nothing: no page is ranked, so nothing is recalled or delivered
-    none = p.evaluate(tsv, budget=512, k=3, collections=["elsewhere"])
-    assert none.counts["all"] == 5 and all(r.ranked == [] for r in none.rows)
-    assert none.figures["all"]["recall@10"] == 0.0 and none.figures["all"]["delivery@512"] == 0.0
+    # a collection that holds nothing is refused before any question runs, as on every face
+    with pytest.raises(UnknownScopeError, match="no documents in collection 'elsewhere'"):
+        p.evaluate(tsv, budget=512, k=3, collections=["elsewhere"])
     mine = p.evaluate(tsv, budget=512, k=3, collections=["default"])
     assert mine.figures["all"]["recall@10"] == 1.0
 
