@@ -162,17 +162,18 @@ RETURN pid, pg.doc_id, pg.number, COLLECT {
           p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end]
 } AS rows
 """
-UNITS_ON_PAGES = """
-UNWIND $ids AS pid
-WITH pid, split(pid, ':') AS key
-WITH pid, key[0] AS doc_id, toInteger(key[1]) AS number
-RETURN pid, doc_id, number, COLLECT {
+_PAGE_UNITS = """
   MATCH (u:Unit {doc_id: doc_id, page: number})
   WITH u ORDER BY u.seq
   RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
           u.row_index, u.headers, u.cells, u.term_counts, u.term_length, u.line_tokens,
           u.line_tokenizer]
-} AS rows
+"""  # a page's units in order, as rows (inside COLLECT {...} with doc_id and number bound)
+UNITS_ON_PAGES = """
+UNWIND $ids AS pid
+WITH pid, split(pid, ':') AS key
+WITH pid, key[0] AS doc_id, toInteger(key[1]) AS number
+RETURN pid, doc_id, number, COLLECT {""" + _PAGE_UNITS + """} AS rows
 """
 # SUPPORTS_ON_PAGES and UNITS_ON_PAGES in one read: per page id, its supports'
 # rows and its units' rows (each as those queries return them)
@@ -186,13 +187,7 @@ RETURN pid, doc_id, number, COLLECT {
   WITH s, p ORDER BY s.seq
   RETURN [s.support_id, s.kind, s.text, s.role, p.provenance_id, p.section_path, p.bbox,
           p.css_path, p.table_index, p.row, p.col, p.cell_ids, p.char_start, p.char_end]
-} AS supports, COLLECT {
-  MATCH (u:Unit {doc_id: doc_id, page: number})
-  WITH u ORDER BY u.seq
-  RETURN [u.unit_id, u.kind, u.text, u.completed_text, u.support_id, u.context, u.table_index,
-          u.row_index, u.headers, u.cells, u.term_counts, u.term_length, u.line_tokens,
-          u.line_tokenizer]
-} AS units
+} AS supports, COLLECT {""" + _PAGE_UNITS + """} AS units
 """
 SET_UNIT_STATS = """
 UNWIND $rows AS row
