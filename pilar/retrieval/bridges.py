@@ -110,6 +110,11 @@ UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
 
 
+def _scaled(raw: float, lo: float, hi: float) -> float:
+    """A raw BM25 score min-max scaled to the shortlist's range ``lo``-``hi``, clipped to 0-1."""
+    return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+
+
 def _label(page: RankedPage) -> str:
     return (Path(page.source).stem if page.source else "") or page.doc_id
 
@@ -156,9 +161,10 @@ class BridgeExpander:
         ``named``: ids of the entities the question names (never bridges);
         ``naming``: ``{page_id: specificity}`` of the pages that mention
         them (``1 / sqrt(pages)`` of the most specific one they mention): a
-        chain starting there gains ``named_start`` times it. Returns ``{page_id: Hop}``: how each page a chain holds was
-        reached in the best chain holding it (its bridging support is what
-        packing should carry)."""
+        chain starting there gains ``named_start`` times it. Returns
+        ``{page_id: Hop}``: how each page a chain holds was reached in the
+        best chain holding it (its bridging support is what packing should
+        carry)."""
         s = self.s
         if s.max_hops < 1 or not by_id:
             return {}
@@ -269,7 +275,7 @@ class BridgeExpander:
                 dense = self.index.dense_for(vector, new)
             bm25 = lexical.result()
             for pid in new:
-                norm = min(max((bm25.get(pid, 0.0) - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+                norm = _scaled(bm25.get(pid, 0.0), lo, hi)
                 memo.end[pid] = max(by_id[pid].score,
                                     s.bm25_weight * norm + s.dense_weight * dense[pid])
         return fill
@@ -520,7 +526,7 @@ class BridgeExpander:
         s = self.s
         for pid in new:
             doc_id, _, number = pid.rpartition(":")
-            norm = min(max((raw.get(pid, 0.0) - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+            norm = _scaled(raw.get(pid, 0.0), lo, hi)
             base = round(s.bm25_weight * norm + s.dense_weight * dense[pid], 6)
             doc = docs[doc_id]
             by_id[pid] = RankedPage(pid, doc_id, int(number), base, doc.uri, doc.title,
