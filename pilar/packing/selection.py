@@ -25,7 +25,7 @@ import numpy as np
 from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
-from pilar.packing.statistics import PageFacts, TableKey
+from pilar.packing.statistics import PageFacts, TableKey, table_key
 from pilar.retrieval.embeddings import UNIT_TOKENS
 from pilar.retrieval.terms import bm25_of_postings, bm25_scores, tokens
 
@@ -57,12 +57,10 @@ class ScoredUnit:
     page_rank: int  # rank of its anchor page (0 = best)
 
 
-def _table_of(u: Unit) -> tuple | None:
-    """The table of a body row with at least two cells (doc_id, page, table
-    index); None for any other unit."""
-    if u.kind == "row" and u.table_index is not None and len(u.cells) > 1:
-        return (u.doc_id, u.page, u.table_index)
-    return None
+def _table_of(u: Unit) -> TableKey | None:
+    """The table of a body row with at least two cells
+    (:func:`~pilar.packing.statistics.table_key`); None for any other unit."""
+    return table_key(u) if len(u.cells) > 1 else None
 
 
 def _by_page_in_turn(scored: list[ScoredUnit]) -> list[ScoredUnit]:

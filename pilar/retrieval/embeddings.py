@@ -35,6 +35,7 @@ import numpy as np
 from pilar.config import DEFAULT_EMBEDDING_MODEL, Settings
 from pilar.errors import ConfigError
 from pilar.model import ParsedDocument, Unit
+from pilar.parts import batched
 from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
                                            QueryEncoderError, export)
 
@@ -348,8 +349,7 @@ class VectorCache:
         by_key = {k: t for t, k in keys.items()}
         out: dict[str, np.ndarray] = {}
         items = list(by_key)
-        for i in range(0, len(items), 500):
-            chunk = items[i:i + 500]
+        for chunk in batched(items, 500):
             rows = self.conn.execute(
                 f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
                 chunk)
