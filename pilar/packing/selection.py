@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+from cachetools import LRUCache
 
 from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
@@ -41,6 +42,8 @@ KEY_TABLES = 4096
 """Tables whose key column a selector remembers (tables are content-addressed)."""
 FACT_PAGES = 1024
 """Pages whose :class:`PageFacts` a selector remembers."""
+UNIT_VECTORS = 16_384
+"""Unit vectors a selector keeps (about 1.5 KiB each at 384 dimensions)."""
 
 CUE_TOKENS = 256
 """Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
@@ -95,6 +98,8 @@ class UnitSelector:
         self._key_columns: OrderedDict[tuple, int | None] = OrderedDict()
         self._facts: OrderedDict[tuple, PageFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
+        self._vectors: LRUCache[str, np.ndarray] = LRUCache(UNIT_VECTORS)
+        self._vectors_lock = threading.Lock()
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
@@ -270,7 +275,7 @@ class UnitSelector:
         for facts in self._page_facts(page_units):
             lead.update(facts.leaders)
         ids = [u.unit_id for u in units]
-        found = self.unit_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
+        found = self._stored_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
         vectors = {i: found[i] if i in found else found.get(lead.get(i, i)) for i in ids}
         missing = [u for u in units if vectors[u.unit_id] is None]
         if missing:
@@ -281,3 +286,19 @@ class UnitSelector:
         span = lexical.max() - lexical.min() if len(lexical) else 0.0
         lex = (lexical - lexical.min()) / span if span > 1e-12 else np.ones_like(lexical)
         return 0.4 * lex + 0.6 * cosine
+
+    def _stored_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """``{unit_id: (dim,) float32}`` of the ``ids`` the page index holds,
+        the last :data:`UNIT_VECTORS` found kept in memory: a unit id names
+        its document's bytes (the doc_id is their digest), so its vector
+        never changes. Ids without a stored vector are asked for again."""
+        with self._vectors_lock:
+            out = {i: self._vectors[i] for i in ids if i in self._vectors}
+        missing = [i for i in ids if i not in out]
+        if missing:
+            found = self.unit_vectors(missing)
+            with self._vectors_lock:
+                for i, v in found.items():
+                    self._vectors[i] = v
+            out.update(found)
+        return out
