@@ -98,7 +98,7 @@ class UnitSelector:
         self._key_columns: OrderedDict[tuple, int | None] = OrderedDict()
         self._facts: OrderedDict[tuple, PageFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
-        self._vectors: LRUCache[str, np.ndarray] = LRUCache(UNIT_VECTORS)
+        self._vectors: LRUCache[str, np.ndarray | None] = LRUCache(UNIT_VECTORS)
         self._vectors_lock = threading.Lock()
 
     def select(self, question: str, units: list[tuple[int, Unit]],
@@ -288,17 +288,18 @@ class UnitSelector:
         return 0.4 * lex + 0.6 * cosine
 
     def _stored_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
-        """``{unit_id: (dim,) float32}`` of the ``ids`` the page index holds,
-        the last :data:`UNIT_VECTORS` found kept in memory: a unit id names
-        its document's bytes (the doc_id is their digest), so its vector
-        never changes. Ids without a stored vector are asked for again."""
+        """``{unit_id: (dim,) float32}`` of the ``ids`` the page index holds a
+        vector for, the answers for the last :data:`UNIT_VECTORS` ids kept in
+        memory (a unit without a vector of its own too): a unit id names its
+        document's bytes (the doc_id is their digest), so what the index holds
+        for it never changes."""
         with self._vectors_lock:
-            out = {i: self._vectors[i] for i in ids if i in self._vectors}
-        missing = [i for i in ids if i not in out]
+            known = {i: self._vectors[i] for i in ids if i in self._vectors}
+        missing = [i for i in ids if i not in known]
         if missing:
             found = self.unit_vectors(missing)
+            fresh = {i: found.get(i) for i in missing}
             with self._vectors_lock:
-                for i, v in found.items():
-                    self._vectors[i] = v
-            out.update(found)
-        return out
+                self._vectors.update(fresh)
+            known.update(fresh)
+        return {i: v for i, v in known.items() if v is not None}
