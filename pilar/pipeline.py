@@ -1,11 +1,14 @@
 """The :class:`Pilar` facade: one object with the reach of the CLI.
 
-It wires the layers and delegates: ingest runs (:mod:`pilar.ingest_run`)
-store each parsed document as one unit of work in the page index and the
-graph (:mod:`pilar.writes`, DESIGN.md's protocol for two stores); queries
-call retrieval, then packing, then the reader; evaluation runs
-:func:`pilar.eval.run.evaluate` over this object's search. Backends come
-from config (:func:`pilar.stores.open_stores`).
+It wires the layers and delegates, owning no layer's logic: ingest runs
+(:mod:`pilar.ingest_run`) store each parsed document as one unit of work in
+the page index and the graph (:mod:`pilar.writes`, DESIGN.md's protocol for
+two stores); requests are checked by :mod:`pilar.query`; queries call
+retrieval, then packing (:class:`~pilar.packing.packer.Packer` on the page
+material of :class:`~pilar.stores.PageCache`), then the reader
+(:meth:`pilar.reader.Reader.reply`); evaluation runs
+:func:`pilar.eval.run.evaluate_search` over this object's search. Backends
+come from config (:func:`pilar.stores.open_stores`).
 """
 
 from __future__ import annotations
