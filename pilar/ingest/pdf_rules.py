@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from pilar.parts import UnionFind
+
 Box = tuple[float, float, float, float]
 RULE_MAX = 2.5
 """Rules are at most this thick (points)."""
@@ -61,14 +63,7 @@ def clusters(boxes: list[Box]) -> list[list[int]]:
     """Union-find over boxes touching within :data:`JOIN_TOL` (sweep on y);
     returns index groups."""
     order = sorted(range(len(boxes)), key=lambda i: boxes[i][1])
-    parent = list(range(len(boxes)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    uf = UnionFind(len(boxes))
     active: list[int] = []
     for i in order:
         x0, y0, x1, _ = boxes[i]
@@ -76,11 +71,11 @@ def clusters(boxes: list[Box]) -> list[list[int]]:
         for j in active:
             b = boxes[j]
             if b[0] - JOIN_TOL <= x1 and x0 - JOIN_TOL <= b[2]:
-                parent[find(i)] = find(j)
+                uf.union(i, j)
         active.append(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(boxes)):
-        groups.setdefault(find(i), []).append(i)
+        groups.setdefault(uf.find(i), []).append(i)
     return list(groups.values())
 
 
