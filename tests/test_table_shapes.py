@@ -374,3 +374,38 @@ def test_unruled_header_line_above_the_aligned_rows_is_the_header_row(suffix):
                             "State: Total | Population: 55,441 | Enrolled: 18,990"]
     assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
         "School enrolment in the autumn census.", "Blank: not reported."]
+
+
+def test_ruled_columns_rows_run_together_are_split_by_the_key_column():
+    # kind 5: rules under the header, around three rows and above the total
+    # only; the rows between run together in one cell per column
+    parsed = parse(SHAPES / "merged_rows.pdf")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("State",), ("Permit",), ("Handgun",), ("Long gun",),
+                                 ("Totals",)]
+    got = rows(parsed)
+    assert len(got) == 13
+    assert got[3] == "State: Arkansas | Permit: 12,012 | Handgun: 9,410 | Long gun: 10,843 | " \
+                     "Totals: 32,265"
+    # a state name wrapped onto two lines stays one row
+    assert got[8] == "State: District of / Columbia | Permit: 203 | Handgun: 317 | " \
+                     "Long gun: 21 | Totals: 541"
+    assert got[11] == "State: Hawaii | Permit: 0 | Handgun: 1,322 | Long gun: 1,075 | Totals: 2,397"
+    units = [u for u in parsed.units if u.kind == "row"]
+    for c in range(1, 5):  # the column totals add up again
+        values = [int(u.cells[c].replace(",", "")) for u in units]
+        assert sum(values[:-1]) == values[-1]
+
+
+def test_columns_set_apart_by_white_space_inside_a_ruled_table():
+    # kind 7: a vertical rule after the label column only
+    parsed = parse(SHAPES / "mixed.pdf")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("Station",), ("Min (C)",), ("Max (C)",), ("Rain (mm)",),
+                                 ("Wind (m/s)",)]
+    got = rows(parsed)
+    assert got[0] == "Station: Harbour | Min (C): 12.4 | Max (C): 18.9 | Rain (mm): 31 | " \
+                     "Wind (m/s): 4.2"
+    assert got[-1] == "Station: Ashby Moor | Min (C): 7.9 | Max (C): 14.0 | Rain (mm): 61 | " \
+                      "Wind (m/s): 3.1"
+    assert len(got) == 6

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pilar.ingest.pdf_layout import Line, join_lines, normalise_text
 from pilar.ingest.pdf_rules import Box
+from pilar.ingest.pdf_table_split import column_cuts, cut_columns, cut_rows, row_cuts
 from pilar.ingest.tables import SourceCell
 from pilar.model import BBox
 
@@ -53,11 +54,14 @@ def _index(axis: list[float], v: float) -> int:
 
 
 def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str,
-          hard_breaks: bool = True, hrules: list[Box] | None = None) -> PageTable | None:
+               hard_breaks: bool = True, hrules: list[Box] | None = None,
+               splits: int = 4) -> PageTable | None:
     """Cells (bbox tuples from the finder) -> :class:`PageTable`; without
     ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces.
     With ``hrules`` (the page's horizontal rules), rows that are the wrapped
-    lines of one row are joined first (:func:`_wrapped_rows`)."""
+    lines of one row are joined first (:func:`_wrapped_rows`). Cells of a
+    ruled table holding several rows or columns the rules leave out are cut
+    first (:mod:`pilar.ingest.pdf_table_split`, at most ``splits`` rounds)."""
     boxes = [tuple(c) for c in cells if c]
     if len(boxes) < 2:
         return None
@@ -95,6 +99,13 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         key = owner.get((min(r, len(ys) - 2), min(c, len(xs) - 2)))
         if key is not None:
             by_cell.setdefault(key, []).append(w)
+    if splits and strategy in ("lines", "lines_h"):
+        cut = row_cuts(placed, by_cell)
+        boxes = cut_rows(placed, cut) if cut else []
+        if not cut and strategy == "lines" and (cut := column_cuts(placed, by_cell, xs)):
+            boxes = cut_columns(placed, by_cell, cut)
+        if cut:
+            return read_cells(boxes, lines, words, strategy, hard_breaks, hrules, splits - 1)
     table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
                    and bbox[1] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= bbox[3]]
     if strategy != "lines" and _prose([ln for ln in table_lines  # a centred header may cross
@@ -109,7 +120,7 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         joined = _wrapped_rows(placed, texts, by_cell, ys, hrules, spread)
         if joined or spread:
             return read_cells(_join_rows(placed, ys, joined, spread), lines, words, strategy,
-                         hard_breaks)
+                              hard_breaks, splits=splits)
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     cover_r = [False] * n_rows
     cover_c = [False] * n_cols

@@ -1,0 +1,150 @@
+"""Ruled PDF tables whose rules leave rows or columns out (issue 35 kinds 5
+and 7; Tessera §3.3 "faithful grid"): the cells PyMuPDF's ``lines``
+finder gives are cut again where the text shows rows or columns the rules
+do not.
+
+- Rows (:func:`row_cuts`): a report ruled by columns, with horizontal rules
+  only here and there, gives one cell per column holding several rows'
+  lines ("Alabama / Alaska / ..." beside "26,074 / 3,101 / ..."). A cell's
+  lines are cut into rows where the key cell (the row's first cell with
+  text) has a line beside which another cell has a line of figures, and at
+  least half of the row's other cells have a line; a key line with nothing
+  beside it is the wrapped rest of the line above ("District of" /
+  "Columbia") and stays in its row.
+- Columns (:func:`column_cuts`): a table ruled after its label column only,
+  its other columns set apart by white space, gives one cell holding
+  several columns' values. A ruled column is cut where a vertical strip at
+  least a line high stays free of words in every row below the first, with
+  words on both sides in at least half of those rows (the cut placed where
+  the header's words leave the strip free, if they do); a header cell whose
+  words cross the cut spans the new columns.
+
+Coordinates are PDF points; words are ``page.get_text("words")`` tuples.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pilar.model import BBox
+
+_FIGURE = re.compile(r"^[$€£¥]?[-\u2212(]?[$€£¥]?[\d.,]*\d[\d.,]*\)?%?$|^[$€£¥]$")
+
+
+def figures(text: str) -> bool:
+    """``text`` is one or more figures (amounts, counts, shares; currency
+    signs apart or glued; negatives in parentheses) set apart by spaces."""
+    return all(_FIGURE.match(t) for t in text.split()) and any(c.isdigit() for c in text)
+
+
+def visual_lines(words: list[tuple]) -> list[tuple[float, float, str]]:
+    """The words' visual lines, top down: ``(top, bottom, text)`` with words
+    whose vertical centres lie within half a word height of a line's centre
+    on it (text in x order)."""
+    out: list[list] = []
+    for w in sorted(words, key=lambda w: (w[1] + w[3]) / 2):
+        cy, h = (w[1] + w[3]) / 2, w[3] - w[1]
+        if out and abs(cy - (out[-1][0] + out[-1][1]) / 2) <= 0.5 * h:
+            line = out[-1]
+            line[0], line[1] = min(line[0], w[1]), max(line[1], w[3])
+            line[2].append(w)
+        else:
+            out.append([w[1], w[3], [w]])
+    return [(t, b, " ".join(w[4] for w in sorted(ws, key=lambda w: w[0]))) for t, b, ws in out]
+
+
+def row_cuts(placed: dict, by_cell: dict) -> dict[int, list[float]]:
+    """Rows of one-row cells that hold several table rows: ``{row: [y, ...]}``
+    the heights (points) to cut the row's cells at, top down. ``placed`` maps
+    a cell's (row, col) start to ``(rowspan, colspan, bbox)``, ``by_cell``
+    to the words whose centre it holds."""
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for (r0, c0), (rs, _, _) in placed.items():
+        if rs == 1 and by_cell.get((r0, c0)):
+            rows.setdefault(r0, []).append((r0, c0))
+    cuts: dict[int, list[float]] = {}
+    for r, keys in rows.items():
+        keys.sort(key=lambda k: k[1])
+        key_lines = visual_lines(by_cell[keys[0]])
+        others = [visual_lines(by_cell[k]) for k in keys[1:]]
+        if len(key_lines) < 2 or not others:
+            continue
+        at: list[float] = []
+        for prev, (top, bottom, _) in zip(key_lines, key_lines[1:]):
+            mid, h = (top + bottom) / 2, bottom - top
+            beside = [next((t for a, b, t in lines if abs((a + b) / 2 - mid) <= 0.35 * h), None)
+                      for lines in others]
+            found = [t for t in beside if t is not None]
+            if 2 * len(found) >= len(others) and any(figures(t) for t in found):
+                at.append((prev[1] + top) / 2)
+        if at:
+            cuts[r] = at
+    return cuts
+
+
+def cut_rows(placed: dict, cuts: dict[int, list[float]]) -> list[BBox]:
+    """The cell boxes of ``placed`` with each one-row cell of a row in
+    ``cuts`` cut at its heights (:func:`row_cuts`)."""
+    boxes: list[BBox] = []
+    for (r0, _), (rs, _, b) in placed.items():
+        ys = [y for y in cuts.get(r0, ()) if b[1] < y < b[3]] if rs == 1 else []
+        edges = [b[1], *ys, b[3]]
+        boxes += [(b[0], y0, b[2], y1) for y0, y1 in zip(edges, edges[1:])]
+    return boxes
+
+
+def column_cuts(placed: dict, by_cell: dict, xs: list[float]) -> dict[int, list[float]]:
+    """Ruled columns holding several columns of values: ``{col: [x, ...]}``
+    the abscissae (points) to cut the column's cells at, left to right."""
+    first = min((r0 for r0, _ in placed), default=0)
+    cuts: dict[int, list[float]] = {}
+    for c in range(len(xs) - 1):
+        cells = [key for key, (_, cs, _) in placed.items()
+                 if key[1] == c and cs == 1 and key[0] > first and by_cell.get(key)]
+        if len(cells) < 2:
+            continue
+        words = [w for key in cells for w in by_cell[key]]
+        h = sorted(w[3] - w[1] for w in words)[len(words) // 2]
+        spans = sorted((w[0], w[2]) for w in words)
+        gaps: list[tuple[float, float]] = []
+        right = spans[0][1]
+        for x0, x1 in spans[1:]:
+            if x0 - right >= h:
+                gaps.append((right, x0))
+            right = max(right, x1)
+        heads = [w for key, (_, cs, _) in placed.items()
+                 if key[1] == c and cs == 1 and key not in cells for w in by_cell.get(key, ())]
+        at = []
+        for g0, g1 in gaps:
+            both = sum(1 for key in cells if any(w[2] <= g0 for w in by_cell[key])
+                       and any(w[0] >= g1 for w in by_cell[key]))
+            if 2 * both >= len(cells):
+                at.append(_free_middle(g0, g1, heads))
+        if at:
+            cuts[c] = at
+    return cuts
+
+
+def _free_middle(g0: float, g1: float, words: list[tuple]) -> float:
+    """The middle of the widest stretch of ``(g0, g1)`` no word of ``words``
+    (the header rows') covers; the middle of the gap when they cover it."""
+    edges = [g0]
+    for w in sorted(words, key=lambda w: w[0]):
+        if w[2] > edges[-1] and w[0] < g1:
+            edges += [max(w[0], edges[-1]), w[2]]
+    edges.append(g1)
+    free = [(b - a, (a + b) / 2) for a, b in zip(edges[::2], edges[1::2]) if b > a]
+    return max(free)[1] if free else (g0 + g1) / 2
+
+
+def cut_columns(placed: dict, by_cell: dict, cuts: dict[int, list[float]]) -> list[BBox]:
+    """The cell boxes of ``placed`` with each one-column cell of a column in
+    ``cuts`` cut at its abscissae (:func:`column_cuts`), except where one of
+    the cell's words crosses the cut (a header over the new columns)."""
+    boxes: list[BBox] = []
+    for key, (_, cs, b) in placed.items():
+        xs = [x for x in cuts.get(key[1], ()) if b[0] < x < b[2]
+              and not any(w[0] < x < w[2] for w in by_cell.get(key, ()))] if cs == 1 else []
+        edges = [b[0], *xs, b[2]]
+        boxes += [(x0, b[1], x1, b[3]) for x0, x1 in zip(edges, edges[1:])]
+    return boxes
