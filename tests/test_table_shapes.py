@@ -409,3 +409,28 @@ def test_columns_set_apart_by_white_space_inside_a_ruled_table():
     assert got[-1] == "Station: Ashby Moor | Min (C): 7.9 | Max (C): 14.0 | Rain (mm): 61 | " \
                       "Wind (m/s): 3.1"
     assert len(got) == 6
+
+
+def test_borderless_statement_keeps_amounts_under_their_years_and_labels_in_their_outline():
+    # kind 9: indented labels, right-aligned amounts, "$" apart, a period
+    # header centred over both years, headings without amounts
+    parsed = parse(SHAPES / "statement.pdf")
+    [grid] = parsed.tables
+    assert grid.header_paths == [(), ("Year ended June 30", "2025"),
+                                 ("Year ended June 30", "2024")]
+    units = {(u.context[-1], u.cells[0]): u for u in parsed.units if u.kind == "row"}
+    assert len(units) == 14  # headings are group rows, not units
+    products = units[("Cost of sales", "Products")]
+    assert products.completed_text.split(" | ", 1)[1] == \
+        "Products | Year ended June 30 > 2025: 5,120 | Year ended June 30 > 2024: 4,877"
+    assert units[("Net sales", "Products")].cells[1:] == ("$8,412", "$7,905")
+    assert units[("Net sales", "Total net sales")].cells[1:] == ("10,730", "9,899")
+    assert units[("Operating expenses", "Restructuring")].cells[1:] == ("(35)", "112")
+    # a total back at the headings' indent is outside them
+    top = [u for u in parsed.units if u.kind == "row" and u.context[-1] not in (
+        "Net sales", "Cost of sales", "Operating expenses")]
+    assert [u.cells for u in top] == [("Gross profit", "4,804", "4,291"),
+                                      ("Operating income", "2,300", "1,841"),
+                                      ("Other income (expense), net", "(48)", "27"),
+                                      ("Net income", "$2,252", "$1,868")]
+    assert grid.row_kinds.count("group") == 3

@@ -22,7 +22,9 @@ from pilar.model import BBox
 @dataclass(slots=True)
 class PageTable:
     """A table found on a page, before grid resolution: ``rows`` of source
-    cells in reading order, its ``bbox`` and the page ``lines`` it holds."""
+    cells in reading order, its ``bbox`` and the page ``lines`` it holds;
+    ``groups`` (empty, or one per row) the outline of a financial
+    statement's rows (:mod:`pilar.ingest.pdf_statements`)."""
 
     bbox: BBox
     rows: list[list[SourceCell]]
@@ -31,6 +33,7 @@ class PageTable:
     header_rows: int = 0
     lines: list[Line] = field(default_factory=list)
     col_x0: list[float] = field(default_factory=list)  # left edge of each column (points)
+    groups: list[str | None] = field(default_factory=list)  # a statement's outline per row
 
 
 _NUMERIC = re.compile(r"^[\d\s.,:;%+\-\u2212\u2013()/]+$")
@@ -116,7 +119,7 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
              for key, val in placed.items()}
     if hrules is not None:
         spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
-            else set()
+            else {}
         joined = _wrapped_rows(placed, texts, by_cell, ys, hrules, spread)
         if joined or spread:
             return read_cells(_join_rows(placed, ys, joined, spread), lines, words, strategy,
@@ -204,7 +207,7 @@ def _widen(xs: list[float], ys: list[float], words: list[tuple], gap: float = 12
 
 
 def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
-                  hrules: list[Box], spread: set[int] = frozenset()) -> set[int]:
+                  hrules: list[Box], spread: dict | frozenset = frozenset()) -> set[int]:
     """Inner row boundaries ``k`` (between rows ``k - 1`` and ``k``) that cut
     one wrapped row in two. Two neighbouring rows with text (rows without
     text between them are passed over) are one row when no drawn rule runs
@@ -289,12 +292,14 @@ def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
 
 
 def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[float],
-                 xs: list[float]) -> set[int]:
+                 xs: list[float]) -> dict[int, tuple[float, float]]:
     """Rows of a text-aligned table that hold one text line of two or more
-    words running across column boundaries and nothing else: a title inside the table (``"Outbreaks
-    reported late"``), cut into columns by the finder."""
+    words running across column boundaries and nothing else, with the
+    line's left and right ends: a title inside the table (``"Outbreaks
+    reported late"``) or a header over several columns (``"Year ended June
+    30"``), cut into columns by the finder."""
     inner = xs[1:-1]
-    out: set[int] = set()
+    out: dict[int, tuple[float, float]] = {}
     by_row: dict[int, list[tuple]] = {}
     for (r0, c0), (rs, _, _) in placed.items():
         if rs == 1:
@@ -308,23 +313,35 @@ def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[
         ln = mid[0]
         if " " in ln.text.strip() and any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner) and all(
                 ln.bbox[0] - 1 <= (w[0] + w[2]) / 2 <= ln.bbox[2] + 1 for w in ws):
-            out.add(r)
+            out[r] = (ln.bbox[0], ln.bbox[2])
     return out
 
 
 def _join_rows(placed: dict, ys: list[float], joined: set[int],
-               spread: set[int] = frozenset()) -> list[Box]:
+               spread: dict[int, tuple[float, float]] | None = None) -> list[Box]:
     """The cell boxes with the rows on both sides of each boundary in
     ``joined`` merged (cells of equal column extent become one box), and
-    each row in ``spread`` made one cell across the table."""
+    each row in ``spread`` made one cell across the table, or across the
+    columns under its line when the line starts right of the first
+    column (a header over several columns of figures)."""
     boxes: dict[tuple[int, int], list[float]] = {}
     rows: dict[int, list[float]] = {}
-    for (r0, _), (rs, _, b) in placed.items():
-        if r0 in spread and rs == 1:
-            box = rows.setdefault(r0, list(b))
-            box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
-            box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
-    placed = {key: val for key, val in placed.items() if key[0] not in rows or val[0] != 1}
+    merged: set[tuple[int, int]] = set()
+    first = {}
+    for (r0, c0), (rs, _, b) in placed.items():
+        if r0 in (spread or {}) and rs == 1 and (r0 not in first or c0 < first[r0][0]):
+            first[r0] = (c0, b)
+    for (r0, c0), (rs, _, b) in placed.items():
+        if r0 not in first:
+            continue
+        x0, x1 = spread[r0]
+        if first[r0][1][2] <= x0 + 1 and not (b[2] > x0 and b[0] < x1):
+            continue  # a header over some columns: the others keep their cells
+        box = rows.setdefault(r0, list(b))
+        box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
+        box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
+        merged.add((r0, c0))
+    placed = {key: val for key, val in placed.items() if key not in merged}
     order = sorted(placed.items())
     owner: dict[tuple[int, int, int], tuple[int, int]] = {}  # (end row, c0, cs) -> key
     for (r0, c0), (rs, cs, b) in order:

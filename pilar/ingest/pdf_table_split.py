@@ -37,10 +37,9 @@ def figures(text: str) -> bool:
     return all(_FIGURE.match(t) for t in text.split()) and any(c.isdigit() for c in text)
 
 
-def visual_lines(words: list[tuple]) -> list[tuple[float, float, str]]:
-    """The words' visual lines, top down: ``(top, bottom, text)`` with words
-    whose vertical centres lie within half a word height of a line's centre
-    on it (text in x order)."""
+def word_lines(words: list[tuple]) -> list[list[tuple]]:
+    """The words' visual lines, top down, each in x order: words whose
+    vertical centre lies within half a word height of a line's centre."""
     out: list[list] = []
     for w in sorted(words, key=lambda w: (w[1] + w[3]) / 2):
         cy, h = (w[1] + w[3]) / 2, w[3] - w[1]
@@ -50,7 +49,13 @@ def visual_lines(words: list[tuple]) -> list[tuple[float, float, str]]:
             line[2].append(w)
         else:
             out.append([w[1], w[3], [w]])
-    return [(t, b, " ".join(w[4] for w in sorted(ws, key=lambda w: w[0]))) for t, b, ws in out]
+    return [sorted(ws, key=lambda w: w[0]) for _, _, ws in out]
+
+
+def visual_lines(words: list[tuple]) -> list[tuple[float, float, str]]:
+    """:func:`word_lines` as ``(top, bottom, text)``."""
+    return [(min(w[1] for w in ws), max(w[3] for w in ws), " ".join(w[4] for w in ws))
+            for ws in word_lines(words)]
 
 
 def row_cuts(placed: dict, by_cell: dict) -> dict[int, list[float]]:

@@ -42,6 +42,7 @@ import pymupdf
 from pilar.ingest.pdf_layout import Line
 from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, lattice,
                                      ruled_candidates)
+from pilar.ingest.pdf_statements import glue_currency, read_statement
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
 from pilar.ingest.tables import cell_id
 from pilar.model import GridCell, TableGrid
@@ -95,6 +96,13 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     calls += [(c.rect, c.strategy) for c in cands if c.strategy in ("lines_h", "text")]
     for rect, strategy in calls:
         clip = pymupdf.Rect(rect) + (-2, -2, 2, 2)
+        if strategy == "text":
+            statement = read_statement(glue_currency(
+                [w for w in words if clip.contains(((w[0] + w[2]) / 2, (w[1] + w[3]) / 2))]),
+                lines)
+            if statement is not None:
+                out.append(statement)
+                continue
         if strategy == "lines":
             kwargs = {"strategy": "lines"}
         elif strategy == "lines_h":
