@@ -434,3 +434,38 @@ def test_borderless_statement_keeps_amounts_under_their_years_and_labels_in_thei
                                       ("Other income (expense), net", "(48)", "27"),
                                       ("Net income", "$2,252", "$1,868")]
     assert grid.row_kinds.count("group") == 3
+
+
+ROUTES = ["Route: Harbour loop | Stops: 14 | Length (km): 11.2 | Weekday trips: 96",
+          "Route: Quarry line | Stops: 22 | Length (km): 18.7 | Weekday trips: 64",
+          "Route: Millbrook express | Stops: 6 | Length (km): 9.4 | Weekday trips: 120",
+          "Route: West Fen circular | Stops: 17 | Length (km): 13.0 | Weekday trips: 48",
+          "Route: Ashby shuttle | Stops: 4 | Length (km): 3.1 | Weekday trips: 150"]
+
+
+def test_unruled_table_on_a_turned_page_and_turned_on_its_page():
+    # kind 6: page 1 has /Rotate 90 over upright content; page 2 draws the
+    # table sideways on a page without /Rotate
+    parsed = parse(SHAPES / "rotated.pdf")
+    assert [g.header_paths for g in parsed.tables] == [
+        [("Route",), ("Stops",), ("Length (km)",), ("Weekday trips",)]] * 2
+    units = [u for u in parsed.units if u.kind == "row"]
+    assert rows(parsed) == ROUTES * 2
+    assert [u.page for u in units] == [1] * 5 + [2] * 5
+    # bboxes are given in the page as displayed (portrait A4 both)
+    for u in units:
+        box = next(s for s in parsed.supports if s.support_id == u.support_id).provenance.bbox
+        assert 0 <= box[0] < box[2] <= 595.5 and 0 <= box[1] < box[3] <= 842.5
+
+
+def test_right_to_left_table_reads_cells_in_order_and_columns_from_the_right():
+    # kind 8: Hebrew, the first column on the right, two-word cells
+    parsed = parse(SHAPES / "rtl.pdf")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("עיר",), ("תושבים",), ("שטח בקמ״ר",), ("בתי ספר",)]
+    assert rows(parsed) == [
+        "עיר: חיפה | תושבים: 285,300 | שטח בקמ״ר: 63.7 | בתי ספר: 112",
+        "עיר: באר שבע | תושבים: 214,200 | שטח בקמ״ר: 117.5 | בתי ספר: 98",
+        "עיר: נתניה | תושבים: 228,100 | שטח בקמ״ר: 29.0 | בתי ספר: 87",
+        "עיר: ראשון לציון | תושבים: 260,500 | שטח בקמ״ר: 58.7 | בתי ספר: 104",
+        "עיר: אשדוד | תושבים: 226,800 | שטח בקמ״ר: 47.2 | בתי ספר: 91"]

@@ -112,10 +112,12 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
     table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
                    and bbox[1] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= bbox[3]]
     if strategy != "lines" and _prose([ln for ln in table_lines  # a centred header may cross
-                                       if (ln.bbox[1] + ln.bbox[3]) / 2 > found_top], xs):
+                                       if (ln.bbox[1] + ln.bbox[3]) / 2 > found_top], xs,
+                                      words):
         return None
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
-    texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
+    rtl = right_to_left(w[4] for ws in by_cell.values() for w in ws)
+    texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks, rtl)
              for key, val in placed.items()}
     if hrules is not None:
         spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
@@ -149,8 +151,11 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             header_rows += 1
         else:
             break
-    return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
-                     [xs[c] for c in keep_c])
+    col_x0 = [xs[c] for c in keep_c]
+    if rtl:  # the table's first column is its rightmost
+        rows = [row[::-1] for row in rows]
+        col_x0 = col_x0[::-1]
+    return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines, col_x0)
 
 
 def _header_above(xs: list[float], ys: list[float], words: list[tuple]) -> list[BBox]:
@@ -403,11 +408,13 @@ def _raised_end(mine: list[tuple], raised: dict[tuple[int, int], tuple]) -> str:
 
 
 def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
-               hard_breaks: bool = True) -> tuple[str, bool]:
+               hard_breaks: bool = True, rtl: bool = False) -> tuple[str, bool]:
     """Text of a cell from its words (``get_text("words")`` tuples), and
     whether most of them are bold. Words are grouped into visual lines;
     lines are joined with :func:`join_lines` (hyphenation) per paragraph,
-    paragraphs split where a line ended short of the cell's right edge."""
+    paragraphs split where a line ended short of the cell's far edge. In a
+    right-to-left table (``rtl``) a visual line reads from its right end,
+    the words of each MuPDF line in MuPDF's (logical) order."""
     if not mine:
         return "", False
     x0, x1 = box[0], box[2]
@@ -429,28 +436,68 @@ def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
     paras: list[list[Line]] = [[]]
     prev_end = None
     for g in merged:
-        g.sort(key=lambda w: w[0])
+        if rtl:  # MuPDF's lines right to left, each in its own (logical) word order
+            right = {}
+            for w in g:
+                right[(w[5], w[6])] = max(right.get((w[5], w[6]), w[2]), w[2])
+            g.sort(key=lambda w: (-right[(w[5], w[6])], w[7] if len(w) > 7 else -w[0]))
+        else:
+            g.sort(key=lambda w: w[0])
         text = normalise_text(" ".join(w[4] for w in g))
         first_word = g[0][2] - g[0][0]
-        if hard_breaks and prev_end is not None and prev_end + first_word + 6 < x1 - 0.04 * width:
-            paras.append([])  # the previous line stopped short: a hard break
-        paras[-1].append(Line((g[0][0], g[0][1], g[-1][2], g[-1][3]), text, 0.0, False, 0))
-        prev_end = g[-1][2]
+        # the previous line stopped short of the far edge: a hard break
+        end = x0 + x1 - prev_end if rtl and prev_end is not None else prev_end
+        if hard_breaks and end is not None and end + first_word + 6 < x1 - 0.04 * width:
+            paras.append([])
+        left, right_x = min(w[0] for w in g), max(w[2] for w in g)
+        paras[-1].append(Line((left, g[0][1], right_x, g[-1][3]), text, 0.0, False, 0))
+        prev_end = left if rtl else right_x
     text = "\n".join(join_lines(p) for p in paras if p)
     bold = sum((w[5], w[6]) in bold_lines for w in mine) / len(mine) >= 0.6
     return text, bold and not _NUMERIC.match(text)  # bold figures are data, not labels
 
 
-def _prose(lines: list[Line], xs: list[float]) -> bool:
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+_LTR = re.compile(r"[^\W\d_]")
+
+
+def right_to_left(texts) -> bool:
+    """Most letters of ``texts`` (an iterable of strings) are of a script
+    written right to left (Hebrew, Arabic, Syriac, Thaana)."""
+    rtl = ltr = 0
+    for t in texts:
+        n = len(_RTL.findall(t))
+        rtl += n
+        ltr += len(_LTR.findall(t)) - n
+    return rtl > ltr
+
+
+def _prose(lines: list[Line], xs: list[float], words: list[tuple]) -> bool:
     """A text-aligned "table" whose text lines run across its column
     boundaries is prose cut into columns: more than a quarter of its lines
-    (of two or more words) cross an inner boundary by over 3 points."""
+    (of two or more words) cross an inner boundary by over 3 points. A
+    boundary in a space wider than the line is high does not count: MuPDF
+    joins a row's cells on one baseline into one line (right-to-left text,
+    cells far apart)."""
     inner = xs[1:-1]
     multi = [ln for ln in lines if " " in ln.text]
     if not multi:
         return False
-    crossing = sum(1 for ln in multi
-                   if any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner))
+    keys = {(ln.block, ln.line) for ln in multi}
+    by_line: dict[tuple[int, int], list[tuple]] = {}
+    for w in words:
+        if (w[5], w[6]) in keys:
+            by_line.setdefault((w[5], w[6]), []).append(w)
+
+    def crosses(ln: Line, x: float) -> bool:
+        if not ln.bbox[0] + 3 < x < ln.bbox[2] - 3:
+            return False
+        ws = sorted(by_line.get((ln.block, ln.line), ()), key=lambda w: w[0])
+        if not ws:
+            return True
+        wide = ln.bbox[3] - ln.bbox[1]
+        return not any(a[2] <= x <= b[0] and b[0] - a[2] >= wide for a, b in zip(ws, ws[1:]))
+    crossing = sum(1 for ln in multi if any(crosses(ln, x) for x in inner))
     return crossing > 0.25 * len(multi)
 
 
