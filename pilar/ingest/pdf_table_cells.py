@@ -103,10 +103,10 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         if key is not None:
             by_cell.setdefault(key, []).append(w)
     if splits and strategy in ("lines", "lines_h"):
-        cut = row_cuts(placed, by_cell)
-        boxes = cut_rows(placed, cut) if cut else []
-        if not cut and strategy == "lines" and (cut := column_cuts(placed, by_cell, xs)):
-            boxes = cut_columns(placed, by_cell, cut)
+        cut = column_cuts(placed, by_cell, xs) if strategy == "lines" else {}
+        boxes = cut_columns(placed, by_cell, cut) if cut else []
+        if not cut and (cut := row_cuts(placed, by_cell)):
+            boxes = cut_rows(placed, cut)
         if cut:
             return read_cells(boxes, lines, words, strategy, hard_breaks, hrules, splits - 1)
     table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
@@ -117,7 +117,7 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         return None
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
     rtl = right_to_left(w[4] for ws in by_cell.values() for w in ws)
-    texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks, rtl)
+    texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
              for key, val in placed.items()}
     if hrules is not None:
         spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
@@ -408,15 +408,17 @@ def _raised_end(mine: list[tuple], raised: dict[tuple[int, int], tuple]) -> str:
 
 
 def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
-               hard_breaks: bool = True, rtl: bool = False) -> tuple[str, bool]:
+               hard_breaks: bool = True) -> tuple[str, bool]:
     """Text of a cell from its words (``get_text("words")`` tuples), and
     whether most of them are bold. Words are grouped into visual lines;
     lines are joined with :func:`join_lines` (hyphenation) per paragraph,
     paragraphs split where a line ended short of the cell's far edge. In a
-    right-to-left table (``rtl``) a visual line reads from its right end,
-    the words of each MuPDF line in MuPDF's (logical) order."""
+    cell of right-to-left text (:func:`right_to_left`) a visual line reads
+    from its right end (MuPDF numbers the words of such a line in visual
+    order in some files, in logical order in others)."""
     if not mine:
         return "", False
+    rtl = right_to_left(w[4] for w in mine)
     x0, x1 = box[0], box[2]
     by_line: dict[tuple, list[tuple]] = {}
     for w in mine:  # the words of one text line...
@@ -436,13 +438,7 @@ def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
     paras: list[list[Line]] = [[]]
     prev_end = None
     for g in merged:
-        if rtl:  # MuPDF's lines right to left, each in its own (logical) word order
-            right = {}
-            for w in g:
-                right[(w[5], w[6])] = max(right.get((w[5], w[6]), w[2]), w[2])
-            g.sort(key=lambda w: (-right[(w[5], w[6])], w[7] if len(w) > 7 else -w[0]))
-        else:
-            g.sort(key=lambda w: w[0])
+        g.sort(key=lambda w: -w[2] if rtl else w[0])  # right to left: from the right end
         text = normalise_text(" ".join(w[4] for w in g))
         first_word = g[0][2] - g[0][0]
         # the previous line stopped short of the far edge: a hard break

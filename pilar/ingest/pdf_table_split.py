@@ -7,15 +7,17 @@ do not.
   only here and there, gives one cell per column holding several rows'
   lines ("Alabama / Alaska / ..." beside "26,074 / 3,101 / ..."). A cell's
   lines are cut into rows where the key cell (the row's first cell with
-  text) has a line beside which another cell has a line of figures, and at
-  least half of the row's other cells have a line; a key line with nothing
-  beside it is the wrapped rest of the line above ("District of" /
-  "Columbia") and stays in its row.
+  text) has a line beside which another cell has a line of figures and at
+  least half of the row's other cells have a line, none of them wrapped
+  from the line above; a key line with nothing beside it
+  stays in its row ("District of" / "Columbia"), and so do rows whose
+  cells wrapped together ("LaFayette L." / "Patterson" beside "1928–" /
+  "1933").
 - Columns (:func:`column_cuts`): a table ruled after its label column only,
   its other columns set apart by white space, gives one cell holding
   several columns' values. A ruled column is cut where a vertical strip at
-  least a line high stays free of words in every row below the first, with
-  words on both sides in at least half of those rows (the cut placed where
+  least a line high stays free of words in every line below the first row,
+  with words on both sides in at least half of those lines (the cut placed where
   the header's words leave the strip free, if they do); a header cell whose
   words cross the cut spans the new columns.
 
@@ -52,17 +54,14 @@ def word_lines(words: list[tuple]) -> list[list[tuple]]:
     return [sorted(ws, key=lambda w: w[0]) for _, _, ws in out]
 
 
-def visual_lines(words: list[tuple]) -> list[tuple[float, float, str]]:
-    """:func:`word_lines` as ``(top, bottom, text)``."""
-    return [(min(w[1] for w in ws), max(w[3] for w in ws), " ".join(w[4] for w in ws))
-            for ws in word_lines(words)]
-
-
 def row_cuts(placed: dict, by_cell: dict) -> dict[int, list[float]]:
     """Rows of one-row cells that hold several table rows: ``{row: [y, ...]}``
     the heights (points) to cut the row's cells at, top down. ``placed`` maps
     a cell's (row, col) start to ``(rowspan, colspan, bbox)``, ``by_cell``
-    to the words whose centre it holds."""
+    to the words whose centre it holds. A cut goes above a key line beside
+    which at least half the other cells have a line, one of them of
+    figures, one below a line of its own cell, and none wrapped into from
+    the line above (its first word would have fit there)."""
     rows: dict[int, list[tuple[int, int]]] = {}
     for (r0, c0), (rs, _, _) in placed.items():
         if rs == 1 and by_cell.get((r0, c0)):
@@ -70,21 +69,37 @@ def row_cuts(placed: dict, by_cell: dict) -> dict[int, list[float]]:
     cuts: dict[int, list[float]] = {}
     for r, keys in rows.items():
         keys.sort(key=lambda k: k[1])
-        key_lines = visual_lines(by_cell[keys[0]])
-        others = [visual_lines(by_cell[k]) for k in keys[1:]]
-        if len(key_lines) < 2 or not others:
+        cells = [(word_lines(by_cell[k]), placed[k][2]) for k in keys]
+        key_lines = cells[0][0]
+        if len(key_lines) < 2 or len(cells) < 2:
             continue
         at: list[float] = []
-        for prev, (top, bottom, _) in zip(key_lines, key_lines[1:]):
+        for i in range(1, len(key_lines)):
+            line = key_lines[i]
+            top, bottom = min(w[1] for w in line), max(w[3] for w in line)
             mid, h = (top + bottom) / 2, bottom - top
-            beside = [next((t for a, b, t in lines if abs((a + b) / 2 - mid) <= 0.35 * h), None)
-                      for lines in others]
-            found = [t for t in beside if t is not None]
-            if 2 * len(found) >= len(others) and any(figures(t) for t in found):
-                at.append((prev[1] + top) / 2)
+            beside = []
+            for lines, box in cells[1:]:
+                j = next((j for j, ln in enumerate(lines)
+                          if abs((ln[0][1] + ln[0][3]) / 2 - mid) <= 0.35 * h), None)
+                if j is not None:
+                    beside.append((lines, j, box))
+            texts = [" ".join(w[4] for w in lines[j]) for lines, j, _ in beside]
+            if 2 * len(beside) >= len(cells) - 1 and any(figures(t) for t in texts) \
+                    and any(j for _, j, _ in beside) and all(
+                        j == 0 or _broken(lines[j - 1], lines[j], box) for lines, j, box in beside):
+                at.append((max(w[3] for w in key_lines[i - 1]) + top) / 2)
         if at:
             cuts[r] = at
     return cuts
+
+
+def _broken(prev: list[tuple], line: list[tuple], box: BBox) -> bool:
+    """``line`` starts anew after ``prev`` in a cell of ``box``: the first
+    word of ``line`` would have fit after ``prev`` (no wrap)."""
+    width = prev[-1][2] - prev[0][0]
+    first = line[0][2] - line[0][0]
+    return width + first + 6 < 0.9 * (box[2] - box[0])
 
 
 def cut_rows(placed: dict, cuts: dict[int, list[float]]) -> list[BBox]:
@@ -106,9 +121,10 @@ def column_cuts(placed: dict, by_cell: dict, xs: list[float]) -> dict[int, list[
     for c in range(len(xs) - 1):
         cells = [key for key, (_, cs, _) in placed.items()
                  if key[1] == c and cs == 1 and key[0] > first and by_cell.get(key)]
-        if len(cells) < 2:
+        samples = [ln for key in cells for ln in word_lines(by_cell[key])]
+        if len(samples) < 2:
             continue
-        words = [w for key in cells for w in by_cell[key]]
+        words = [w for ln in samples for w in ln]
         h = sorted(w[3] - w[1] for w in words)[len(words) // 2]
         spans = sorted((w[0], w[2]) for w in words)
         gaps: list[tuple[float, float]] = []
@@ -121,9 +137,9 @@ def column_cuts(placed: dict, by_cell: dict, xs: list[float]) -> dict[int, list[
                  if key[1] == c and cs == 1 and key not in cells for w in by_cell.get(key, ())]
         at = []
         for g0, g1 in gaps:
-            both = sum(1 for key in cells if any(w[2] <= g0 for w in by_cell[key])
-                       and any(w[0] >= g1 for w in by_cell[key]))
-            if 2 * both >= len(cells):
+            both = sum(1 for ln in samples if any(w[2] <= g0 for w in ln)
+                       and any(w[0] >= g1 for w in ln))
+            if 2 * both >= len(samples):
                 at.append(_free_middle(g0, g1, heads))
         if at:
             cuts[c] = at
