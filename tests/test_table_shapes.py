@@ -426,6 +426,9 @@ def test_borderless_statement_keeps_amounts_under_their_years_and_labels_in_thei
     assert units[("Net sales", "Products")].cells[1:] == ("$8,412", "$7,905")
     assert units[("Net sales", "Total net sales")].cells[1:] == ("10,730", "9,899")
     assert units[("Operating expenses", "Restructuring")].cells[1:] == ("(35)", "112")
+    # a label wrapped onto the line of its amounts is one label, no heading
+    assert units[("Operating expenses", "Selling, general and administrative expenses")
+                 ].cells[1:] == ("1,097", "1,020")
     # a total back at the headings' indent is outside them
     top = [u for u in parsed.units if u.kind == "row" and u.context[-1] not in (
         "Net sales", "Cost of sales", "Operating expenses")]

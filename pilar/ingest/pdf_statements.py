@@ -17,7 +17,8 @@ indents (over 4 points apart). Then:
   are header rows; a phrase (words a space apart) covers every amount
   column it overlaps ("Year ended June 30" over "2025" and "2024");
 - a line with a label and no amounts is a heading: a row spanning the
-  table (a group row of the grid);
+  table (a group row of the grid), unless it wraps onto the next line's
+  label (that line starting in lower case);
 - each row's outline is the headings above it at a smaller indent
   (``PageTable.groups``: "Operating expenses" for "Research and
   development"; a total at the heading's own indent is outside it).
@@ -132,9 +133,14 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
         groups.append(None)
         header_rows += 1
     outline: list[tuple[float, str]] = []
-    for ws, tail in zip(rows[first:], amounts[first:]):
-        label = ws[:len(ws) - len(tail)]
-        x0 = label[0][0] if label else left
+    body = list(zip(labels[first:], amounts[first:]))
+    wrapped: list[tuple] = []  # the first line(s) of a label wrapped onto the amounts' line
+    for k, (label, tail) in enumerate(body):
+        if not tail and k + 1 < len(body) and _continues(label, *body[k + 1]):
+            wrapped += label
+            continue
+        x0 = (wrapped or label)[0][0] if wrapped or label else left
+        label, wrapped = wrapped + label, []
         while outline and outline[-1][0] >= x0 - 1:
             outline.pop()
         text = " ".join(w[4] for w in label)
@@ -156,6 +162,14 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
               and box[1] - 1 <= ln.bbox[1] and ln.bbox[3] <= box[3] + 1]
     return PageTable(box, out_rows, n, "statement", header_rows, inside,
                      [min(w[0] for ws in rows for w in ws), *col_left], groups)
+
+
+def _continues(label: list[tuple], next_label: list[tuple], next_tail: list[tuple]) -> bool:
+    """A label-only line wrapped onto the next line, which holds amounts and
+    starts in lower case at the same or a deeper indent ("Selling, general
+    and" / "administrative expenses  1,097")."""
+    return bool(label and next_label and next_tail) and not label[-1][4].endswith(":") \
+        and next_label[0][4][:1].islower() and next_label[0][0] >= label[0][0] - 1
 
 
 def _column(w: tuple, cols: list[float]) -> int:
