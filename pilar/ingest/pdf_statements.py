@@ -7,11 +7,13 @@ columns and rows.
 
 A region is read as a statement (:func:`read_statement`) when at least three
 of its lines end in amounts (figures, a currency sign apart or glued,
-negatives in parentheses, dashes for nil), the amounts' right edges fall
+negatives in parentheses, dashes for nil; not years) set apart from their
+label by more than a line's height, the amounts' right edges fall
 into one to eight columns (within 4 points; a closing parenthesis may hang
 past the edge), every other word of an amount line lies left of the
-leftmost amount column (the label), and the labels start at two or more
-indents (over 4 points apart). Then:
+leftmost amount column (the label), the labels are short (a median of 8
+words at most) and start at two or more indents (over 4 points apart).
+Then:
 
 - lines above the first amount line whose words lie over the amount columns
   are header rows; a phrase (words a space apart) covers every amount
@@ -36,8 +38,9 @@ from pilar.ingest.pdf_table_split import word_lines
 from pilar.ingest.tables import SourceCell
 
 _CURRENCY = frozenset("$€£¥")
-_AMOUNT = re.compile(r"^[$€£¥]?\(?[-\u2212\u2013\u2014]?[$€£¥]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\)?%?$"
-                     r"|^[-\u2013\u2014]$")
+_NUMBER = r"[-\u2212\u2013\u2014]?[$€£¥]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?%?"
+_AMOUNT = re.compile(rf"^[$€£¥]?({_NUMBER}|\({_NUMBER}\))$|^[-\u2013\u2014]$")
+_YEAR = re.compile(r"^(1[6-9]|20)\d\d$")  # a year ends a line of prose or a list, not a row
 _EDGE_TOL = 4.0
 _INDENT = 4.0
 
@@ -81,7 +84,7 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
     for ws in rows:
         tail = []
         for w in reversed(ws):
-            if not _AMOUNT.match(w[4]):
+            if not _AMOUNT.match(w[4]) or _YEAR.match(w[4]):
                 break
             tail.append(w)
         amounts.append(tail[::-1])
@@ -104,8 +107,9 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
     # headings right above it; lines above those are header candidates
     first = next((i for i, (label, tail) in enumerate(zip(labels, amounts))
                   if tail and label and label[-1][2] < left), None)
-    if first is None:
-        return None
+    if first is None or any(label and tail and tail[0][0] - label[-1][2] < tail[0][3] - tail[0][1]
+                            for label, tail in zip(labels[first:], amounts[first:])):
+        return None  # a figure a space after its words ends a sentence, not a row
     while first and labels[first - 1] and labels[first - 1][-1][2] < left \
             and not amounts[first - 1]:
         first -= 1
@@ -117,6 +121,9 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
             return None  # words between the label and the amounts: not a statement
         if label:
             indents.append(label[0][0])
+    words_per_label = sorted(len(label) for label in labels[first:] if label)
+    if words_per_label[len(words_per_label) // 2] > 8:
+        return None  # lines of prose, not labels
     levels = sorted(set(round(x / _INDENT) for x in indents))
     if len(levels) < 2:
         return None
