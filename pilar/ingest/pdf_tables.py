@@ -41,7 +41,7 @@ import pymupdf
 
 from pilar.ingest.pdf_layout import Line
 from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, lattice,
-                                     ruled_candidates)
+                                     rule_rows, ruled_candidates)
 from pilar.ingest.pdf_statements import glue_currency, read_statement
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
 from pilar.ingest.tables import cell_id
@@ -80,7 +80,13 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     again; ``hrules`` (:func:`horizontal_rules`) are the drawn row
     boundaries: rows the finder cut where no rule runs are joined again when
     they are one wrapped cell
-    (:func:`pilar.ingest.pdf_table_cells.read_cells`). A finder failure
+    (:func:`pilar.ingest.pdf_table_cells.read_cells`). A region of
+    horizontal rules (and at most one vertical) where the finder sees no
+    table is cut into rows between its rules
+    (:func:`pilar.ingest.pdf_rules.rule_rows`), then into the columns and
+    rows its text shows. A region to read by text
+    alignment laid out as a financial statement is read as one
+    (:func:`pilar.ingest.pdf_statements.read_statement`). A finder failure
     appends a warning and skips the region.
     Tables with fewer than two columns, or two rows unless ruled, are
     discarded (rows and columns without text are dropped first).
@@ -118,8 +124,13 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
         except Exception as exc:  # noqa: BLE001 - a finder bug must not stop the page
             warnings.append(f"page {page.number + 1}: table finder failed ({type(exc).__name__})")
             continue
-        for tab in (finder.tables if finder else ()):
-            table = read_cells(tab.cells, lines, words, strategy, hrules=hrules or [])
+        found = [tab.cells for tab in (finder.tables if finder else ())]
+        if strategy == "lines_h" and not found:
+            # the finder's text columns end at the words, short of the rules
+            # above and below them: rows between the rules, cut by the text
+            found, strategy = [rule_rows(rect, drawings, hrules or [])], "lines"
+        for cells in found:
+            table = read_cells(cells, lines, words, strategy, hrules=hrules or [])
             if table and not any(_cover(pymupdf.Rect(table.bbox), pymupdf.Rect(t.bbox)) > 0.5
                                  for t in out):
                 out.append(table)
