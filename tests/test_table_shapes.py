@@ -416,10 +416,11 @@ def test_borderless_statement_keeps_amounts_under_their_years_and_labels_in_thei
     # kind 9: indented labels, right-aligned amounts, "$" apart, a period
     # header centred over both years, headings without amounts
     parsed = parse(SHAPES / "statement.pdf")
-    [grid] = parsed.tables
+    grid, sheet = parsed.tables
     assert grid.header_paths == [(), ("Year ended June 30", "2025"),
                                  ("Year ended June 30", "2024")]
-    units = {(u.context[-1], u.cells[0]): u for u in parsed.units if u.kind == "row"}
+    units = {(u.context[-1], u.cells[0]): u for u in parsed.units
+             if u.kind == "row" and u.page == 1}
     assert len(units) == 14  # headings are group rows, not units
     products = units[("Cost of sales", "Products")]
     assert products.completed_text.split(" | ", 1)[1] == \
@@ -431,13 +432,21 @@ def test_borderless_statement_keeps_amounts_under_their_years_and_labels_in_thei
     assert units[("Operating expenses", "Selling, general and administrative expenses")
                  ].cells[1:] == ("1,097", "1,020")
     # a total back at the headings' indent is outside them
-    top = [u for u in parsed.units if u.kind == "row" and u.context[-1] not in (
+    top = [u for u in parsed.units if u.kind == "row" and u.page == 1 and u.context[-1] not in (
         "Net sales", "Cost of sales", "Operating expenses")]
     assert [u.cells for u in top] == [("Gross profit", "4,804", "4,291"),
                                       ("Operating income", "2,300", "1,841"),
                                       ("Other income (expense), net", "(48)", "27"),
                                       ("Net income", "$2,252", "$1,868")]
     assert grid.row_kinds.count("group") == 3
+    # page 2: three levels, a notes column, spaces between thousands, leaders
+    assert sheet.header_paths == [(), ("Note",), ("2023",), ("2022",), ("2021",)]
+    assert [(u.context[-1], u.completed_text.split(" | ", 1)[1]) for u in parsed.units
+            if u.kind == "row" and u.page == 2][:1] == [
+        ("Assets > Current assets",
+         "Cash and cash equivalents | Note: 4 | 2023: 1 204.5 | 2022: 998.1 | 2021: 1 010.0")]
+    assert [u.cells for u in parsed.units if u.kind == "row" and u.page == 2][-1] == (
+        "Total assets", "6 492.1", "5 995.8", "5 726.7")
 
 
 ROUTES = ["Route: Harbour loop | Stops: 14 | Length (km): 11.2 | Weekday trips: 96",

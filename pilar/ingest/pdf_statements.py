@@ -21,6 +21,7 @@ Then:
 - a line with a label and no amounts is a heading: a row spanning the
   table (a group row of the grid), unless it wraps onto the next line's
   label (that line starting in lower case);
+- dot leaders after a label are dropped;
 - each row's outline is the headings above it at a smaller indent
   (``PageTable.groups``: "Operating expenses" for "Research and
   development"; a total at the heading's own indent is outside it).
@@ -38,32 +39,48 @@ from pilar.ingest.pdf_table_split import word_lines
 from pilar.ingest.tables import SourceCell
 
 _CURRENCY = frozenset("$€£¥")
-_NUMBER = r"[-\u2212\u2013\u2014]?[$€£¥]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?%?"
+_NUMBER = r"[-\u2212\u2013\u2014]?[$€£¥]?(\d{1,3}(,\d{3})+|\d{1,3}( \d{3})+|\d+)([.,]\d+)?%?"
+_GROUP_HEAD = re.compile(r"^[$€£¥]?\(?[-\u2212]?[$€£¥]?\d{1,3}( \d{3})*$")
+_GROUP_TAIL = re.compile(r"^\d{3}([.,]\d+)?\)?%?$")
 _AMOUNT = re.compile(rf"^[$€£¥]?({_NUMBER}|\({_NUMBER}\))$|^[-\u2013\u2014]$")
 _YEAR = re.compile(r"^(1[6-9]|20)\d\d$")  # a year ends a line of prose or a list, not a row
+_LEADER = re.compile(r"\s*(?:[.·…_]\s?){3,}$")  # dot leaders from a label to its amounts
 _EDGE_TOL = 4.0
 _INDENT = 4.0
 
 
-def glue_currency(words: list[tuple]) -> list[tuple]:
-    """``words`` with each currency sign standing alone ("$") joined to the
-    amount right of it on its line ("$8,412" at the amount's box): a sign
-    set at the column's left edge belongs to the figure, not to the label
-    or the column before."""
-    signs = [w for w in words if w[4] in _CURRENCY]
-    if not signs:
-        return words
-    out = [w for w in words if w[4] not in _CURRENCY]
-    for s in signs:
-        cy, h = (s[1] + s[3]) / 2, s[3] - s[1]
-        right = [i for i, w in enumerate(out) if w[0] >= s[2] - 0.5
-                 and abs((w[1] + w[3]) / 2 - cy) < 0.3 * h and _AMOUNT.match(w[4])]
-        if not right:
-            out.append(s)
-            continue
-        i = min(right, key=lambda i: out[i][0])
-        w = out[i]
-        out[i] = (*w[:4], s[4] + w[4], *w[5:])
+def glue_amounts(words: list[tuple]) -> list[tuple]:
+    """``words`` with the parts of one printed amount joined: a currency
+    sign standing alone ("$") to the amount right of it on its line
+    ("$8,412" at the amount's box: a sign set at the column's left edge
+    belongs to the figure, not to the label or the column before), and
+    digit groups a space apart ("1 204.5", thousands separated by spaces)."""
+    out: list[tuple] = []
+    for line in word_lines(words):
+        sign = None
+        for w in line:
+            h = w[3] - w[1]
+            if w[4] in _CURRENCY:
+                if sign is not None:
+                    out.append(sign)
+                sign = w
+                continue
+            if sign is not None:
+                if _AMOUNT.match(w[4]) or _GROUP_HEAD.match(w[4]):
+                    w = (*w[:4], sign[4] + w[4], *w[5:])
+                else:
+                    out.append(sign)
+                sign = None
+            last = out[-1] if out else None
+            if last is not None and last[1] < (w[1] + w[3]) / 2 < last[3] \
+                    and _GROUP_HEAD.match(last[4]) and _GROUP_TAIL.match(w[4]) \
+                    and 0 <= w[0] - last[2] < 0.5 * h:
+                out[-1] = (last[0], min(last[1], w[1]), w[2], max(last[3], w[3]),
+                           f"{last[4]} {w[4]}", *w[5:])
+                continue
+            out.append(w)
+        if sign is not None:
+            out.append(sign)
     return out
 
 
@@ -75,7 +92,7 @@ def _edge(w: tuple) -> float:
 
 def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
     """The statement in ``words`` (those of a candidate region, currency
-    glued by :func:`glue_currency`) as a :class:`PageTable` with
+    glued by :func:`glue_amounts`) as a :class:`PageTable` with
     ``groups``, or ``None`` when the words are not laid out as one (see the
     module docstring). ``lines`` are the page's lines (those inside are
     kept as the table's)."""
@@ -150,7 +167,7 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
         label, wrapped = wrapped + label, []
         while outline and outline[-1][0] >= x0 - 1:
             outline.pop()
-        text = " ".join(w[4] for w in label)
+        text = _LEADER.sub("", " ".join(w[4] for w in label))
         groups.append(" > ".join(t for _, t in outline) or None)
         if not tail:  # a heading over the rows below it
             out_rows.append([SourceCell(text=text, colspan=n, bbox=_box(label))])

@@ -42,7 +42,7 @@ import pymupdf
 from pilar.ingest.pdf_layout import Line
 from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, lattice,
                                      rule_rows, ruled_candidates)
-from pilar.ingest.pdf_statements import glue_currency, read_statement
+from pilar.ingest.pdf_statements import glue_amounts, read_statement
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
 from pilar.ingest.tables import cell_id
 from pilar.model import GridCell, TableGrid
@@ -103,7 +103,7 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     for rect, strategy in calls:
         clip = pymupdf.Rect(rect) + (-2, -2, 2, 2)
         if strategy == "text":
-            statement = read_statement(glue_currency(
+            statement = read_statement(glue_amounts(
                 [w for w in words if clip.contains(((w[0] + w[2]) / 2, (w[1] + w[3]) / 2))]),
                 lines)
             if statement is not None:
