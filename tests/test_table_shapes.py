@@ -472,11 +472,18 @@ def test_unruled_table_on_a_turned_page_and_turned_on_its_page():
 
 
 def test_right_to_left_table_reads_cells_in_order_and_columns_from_the_right():
-    # kind 8: Hebrew, the first column on the right, two-word cells
+    # kind 8: Hebrew (page 1) and Arabic (page 2), the first column on the
+    # right, two-word cells; the Arabic figures right-aligned cut through by
+    # the text finder
     parsed = parse(SHAPES / "rtl.pdf")
-    [grid] = parsed.tables
+    grid, arabic = parsed.tables
     assert grid.header_paths == [("עיר",), ("תושבים",), ("שטח בקמ״ר",), ("בתי ספר",)]
-    assert rows(parsed) == [
+    assert arabic.header_paths == [("المدينة",), ("السكان",), ("المساحة كم",), ("المدارس",)]
+    assert rows(parsed)[5:] == [
+        "المدينة: عمان | السكان: 4,061,150 | المساحة كم: 1,680 | المدارس: 312",
+        "المدينة: إربد | السكان: 2,003,800 | المساحة كم: 1,572 | المدارس: 208",
+        "المدينة: الزرقاء | السكان: 1,581,000 | المساحة كم: 4,761 | المدارس: 190"]
+    assert rows(parsed)[:5] == [
         "עיר: חיפה | תושבים: 285,300 | שטח בקמ״ר: 63.7 | בתי ספר: 112",
         "עיר: באר שבע | תושבים: 214,200 | שטח בקמ״ר: 117.5 | בתי ספר: 98",
         "עיר: נתניה | תושבים: 228,100 | שטח בקמ״ר: 29.0 | בתי ספר: 87",

@@ -71,8 +71,8 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
     # boundaries closer than a glyph (double borders) are one boundary
     xs = axis([b[0] for b in boxes] + [b[2] for b in boxes], 6.0)
     ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
-    if len(xs) < 3 or len(ys) < 2:
-        return None
+    if len(xs) < (2 if strategy == "lines" and splits else 3) or len(ys) < 2:
+        return None  # one ruled column may still be cut into columns by its text
     found_top = ys[0]
     if strategy == "text":
         above = _header_above(xs, ys, words)

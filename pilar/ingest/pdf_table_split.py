@@ -54,6 +54,33 @@ def word_lines(words: list[tuple]) -> list[list[tuple]]:
     return [sorted(ws, key=lambda w: w[0]) for _, _, ws in out]
 
 
+def line_rows(rect, words: list[tuple]) -> list[BBox]:
+    """One box a visual line (:func:`word_lines`) of the words whose centre
+    lies in ``rect`` (a ``pymupdf.Rect``), across its width, the boundaries
+    midway between lines: the rows of a text table before its columns are
+    cut (:func:`column_cuts`). Lines of running text (:func:`_phrase`) at
+    its top or bottom are left out. ``[]`` with fewer than two lines."""
+    inside = [w for w in words if rect.x0 <= (w[0] + w[2]) / 2 <= rect.x1
+              and rect.y0 <= (w[1] + w[3]) / 2 <= rect.y1]
+    found = word_lines(inside)
+    while found and _phrase(found[-1]):
+        found.pop()  # a note or caption under the table
+    while found and _phrase(found[0]):
+        found.pop(0)  # a title over it
+    spans = [(min(w[1] for w in ln), max(w[3] for w in ln)) for ln in found]
+    if len(spans) < 2:
+        return []
+    edges = [spans[0][0]] + [(a[1] + b[0]) / 2 for a, b in zip(spans, spans[1:])] + [spans[-1][1]]
+    return [(rect.x0, y0, rect.x1, y1) for y0, y1 in zip(edges, edges[1:])]
+
+
+def _phrase(line: list[tuple]) -> bool:
+    """A line of running text, not a row of cells: three or more words, no
+    space between them as wide as the line is high."""
+    h = max(w[3] - w[1] for w in line)
+    return len(line) >= 3 and all(b[0] - a[2] < h for a, b in zip(line, line[1:]))
+
+
 def row_cuts(placed: dict, by_cell: dict) -> dict[int, list[float]]:
     """Rows of one-row cells that hold several table rows: ``{row: [y, ...]}``
     the heights (points) to cut the row's cells at, top down. ``placed`` maps

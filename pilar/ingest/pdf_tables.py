@@ -44,6 +44,7 @@ from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, 
                                      rule_rows, ruled_candidates)
 from pilar.ingest.pdf_statements import glue_amounts, read_statement
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
+from pilar.ingest.pdf_table_split import line_rows
 from pilar.ingest.tables import cell_id
 from pilar.model import GridCell, TableGrid
 
@@ -84,7 +85,10 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     horizontal rules (and at most one vertical) where the finder sees no
     table is cut into rows between its rules
     (:func:`pilar.ingest.pdf_rules.rule_rows`), then into the columns and
-    rows its text shows. A region to read by text
+    rows its text shows. A region to read by text alignment where the
+    finder finds no table or one cut through its words is read line by
+    line, cut where white space sets columns apart (:func:`_aligned`). A
+    region to read by text
     alignment laid out as a financial statement is read as one
     (:func:`pilar.ingest.pdf_statements.read_statement`). A finder failure
     appends a warning and skips the region.
@@ -129,12 +133,31 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
             # the finder's text columns end at the words, short of the rules
             # above and below them: rows between the rules, cut by the text
             found, strategy = [rule_rows(rect, drawings, hrules or [])], "lines"
+        n_found = len(out)
         for cells in found:
             table = read_cells(cells, lines, words, strategy, hrules=hrules or [])
             if table and not any(_cover(pymupdf.Rect(table.bbox), pymupdf.Rect(t.bbox)) > 0.5
                                  for t in out):
                 out.append(table)
+        if strategy == "text" and len(out) == n_found:
+            table = _aligned(clip, lines, words, hrules or [])
+            if table is not None:
+                out.append(table)
     return out
+
+
+def _aligned(clip: pymupdf.Rect, lines: list[Line], words: list[tuple],
+             hrules: list[Box]) -> PageTable | None:
+    """A text table the finder misses or cuts through its words (columns
+    aligned on their right edges, right-to-left text): each visual line of
+    ``clip`` a row, cut into the columns white space sets apart
+    (:func:`pilar.ingest.pdf_table_split.column_cuts`). Kept with three or
+    more columns and at most four words a cell (median), else ``None``."""
+    table = read_cells(line_rows(clip, words), lines, words, "lines", hrules=hrules)
+    if table is None or table.n_cols < 3:
+        return None
+    sizes = sorted(len(c.text.split()) for row in table.rows for c in row if c.text)
+    return table if sizes[len(sizes) // 2] <= 4 else None
 
 
 def raster_tables(horizontal: list[Box], vertical: list[Box], lines: list[Line],
