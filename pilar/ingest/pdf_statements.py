@@ -116,8 +116,9 @@ def read_statement(words: list[tuple], lines: list[Line]) -> PageTable | None:
     cols = sorted(sum(e) / len(e) for e in edges if len(e) >= 3)
     if not 1 <= len(cols) <= 8 or len(cols) < len(edges) - 1:
         return None
-    amounts = [[w for w in tail if abs(cols[_column(w, cols)] - _edge(w)) <= _EDGE_TOL]
-               for tail in amounts]
+    for tail in amounts:  # a line's amounts: its words after the last one off the columns
+        while any(abs(cols[_column(w, cols)] - _edge(w)) > _EDGE_TOL for w in tail):
+            tail.pop(0)
     left = min((w[0] for tail in amounts for w in tail), default=0.0)
     labels = [ws[:len(ws) - len(tail)] for ws, tail in zip(rows, amounts)]
     # the first line with a label and amounts starts the body, with the
