@@ -44,7 +44,7 @@ from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, 
                                      rule_rows, ruled_candidates)
 from pilar.ingest.pdf_statements import glue_amounts, read_statement
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
-from pilar.ingest.pdf_table_split import line_rows
+from pilar.ingest.pdf_table_split import figures, line_rows
 from pilar.ingest.tables import cell_id
 from pilar.model import GridCell, TableGrid
 
@@ -152,12 +152,17 @@ def _aligned(clip: pymupdf.Rect, lines: list[Line], words: list[tuple],
     aligned on their right edges, right-to-left text): each visual line of
     ``clip`` a row, cut into the columns white space sets apart
     (:func:`pilar.ingest.pdf_table_split.column_cuts`). Kept with three or
-    more columns and at most four words a cell (median), else ``None``."""
+    more columns, at most four words a cell (median) and a column of
+    figures (two thirds of its cells in the rows below the first without
+    spans), else ``None``: a list set in several columns is no table."""
     table = read_cells(line_rows(clip, words), lines, words, "lines", hrules=hrules)
     if table is None or table.n_cols < 3:
         return None
     sizes = sorted(len(c.text.split()) for row in table.rows for c in row if c.text)
-    return table if sizes[len(sizes) // 2] <= 4 else None
+    body = [r for r in table.rows[1:] if len(r) == table.n_cols]  # rows without spans
+    numeric = any(3 * sum(figures(r[c].text) for r in body)
+                  >= 2 * max(1, sum(1 for r in body if r[c].text)) for c in range(table.n_cols))
+    return table if numeric and sizes[len(sizes) // 2] <= 4 else None
 
 
 def raster_tables(horizontal: list[Box], vertical: list[Box], lines: list[Line],
