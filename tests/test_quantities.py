@@ -32,6 +32,7 @@ def test_ranges_values_and_dimensions_are_read_as_written():
     assert parse_quantity("2 × 2,500 kW") is None and parse_quantity("up to 5 m") is None
     assert holds(Band(14.1, 15.0, "m"), 15.0, "m") and not holds(Band(14.1, 15.0, "m"), 15.5, "m")
     assert not holds(Band(-math.inf, 20.0, "t"), 15.5, "m")  # units disagree
+    assert not holds(Band(1.0, 25.0, ""), 7.0, "")  # a count or a year is no measure
     assert holds(Band(150000.0, math.inf, "gt"), 152300.0, "")  # a value written without one
     assert compatible_dimensions("Maximum draught", "Draught on arrival")
     assert compatible_dimensions("Length overall (LOA)", "Length overall")

@@ -123,9 +123,11 @@ def compatible_dimensions(a: str, b: str) -> bool:
 
 
 def holds(band: Band, value: float, unit: str) -> bool:
-    """Is ``value`` (of ``unit``) inside ``band``? Units must agree when both
-    are given."""
-    if band.unit and unit and band.unit != unit:
+    """Is ``value`` (of ``unit``) inside ``band``, as a measure: one of the
+    two gives a unit, and they agree when both do (bare counts and years,
+    "Laps 1-25" or "Season 2009–2010", are not linked: they say nothing of
+    what they count)."""
+    if not (band.unit or unit) or (band.unit and unit and band.unit != unit):
         return False
     return band.low <= value <= band.high
 
