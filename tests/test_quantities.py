@@ -106,3 +106,29 @@ def test_a_chain_runs_from_a_value_to_the_rule_of_its_band(band_store: Pilar):
     assert bridge in {"15.5 m (unit of corvassa_ardent_particulars)",
                       "366.0 m (unit of corvassa_ardent_particulars)"}
     assert "±2 hours of high water" in hit.packet.text
+
+
+@pytest.fixture(scope="module")
+def tariff_store(shared_data: Path, tmp_path_factory) -> Pilar:
+    p = Pilar(home=tmp_path_factory.mktemp("tariffs"))
+    names = ["corvassa_ardent_particulars", "opa_port_tariff_2023", "opa_port_tariff_2024",
+             "news_corvassa_nex2_service"]
+    assert {r.status for r in p.ingest([shared_data / "multihop2" / f"{n}.html"
+                                        for n in names])} == {"ingested"}
+    return p
+
+
+def test_the_version_a_question_does_not_name_keeps_half_its_score(tariff_store: Pilar):
+    """Both tariffs hold the ship's tonnage band; the question names 2024, so
+    the 2023 tariff is no chain's page and, even as a chain's start, keeps
+    half its score."""
+    question = ("What port dues rate per GT applies, on a deep-sea call under the 2024 tariff, "
+                "to the ship that made the first NEX-2 call at Ostrevik?")
+    hit = tariff_store.search(question, budget=1024, k=4, profile="multi-hop")
+    by_stem = {Path(p.source).stem: p for p in hit.pages}
+    old, new = by_stem["opa_port_tariff_2023"], by_stem["opa_port_tariff_2024"]
+    assert old.trace["sibling_of_chain"] == pytest.approx(old.score)  # halved
+    assert [Path(p.source).stem for p in hit.pages] == [
+        "news_corvassa_nex2_service", "corvassa_ardent_particulars", "opa_port_tariff_2024",
+        "opa_port_tariff_2023"]
+    assert new.score > 2 * old.score

@@ -301,8 +301,8 @@ class BridgeExpander:
         (``depths[h]``: the chains of ``h`` hops, best first; the Ranking of
         the module docstring), lower the pages of the kind of the first
         hop's best chain that no chain holds and the ``superseded``
-        versions, and write each chained page's path in its best chain in
-        its trace. The *lead* chain (the first hop's best, grown while the
+        versions (even those a chain starts from), and write each chained
+        page's path in its best chain in its trace. The *lead* chain (the first hop's best, grown while the
         next hop's best grows it, as far as its pages hold the first places
         but one) takes the places its pages earned, in reasoning order.
         Returns ``{page_id: Hop}``: how each page was reached in
@@ -345,7 +345,7 @@ class BridgeExpander:
         near = sorted(by_id.values(), key=lambda p: -p.score)[: 2 * s.shortlist]
         self._kinds([p.page_id for p in near if p.page_id not in kinds], by_id, kinds)
         for pid, page in by_id.items():
-            if pid in mass or pid not in kinds:
+            if pid not in kinds or (pid in mass and pid not in superseded):
                 continue
             if pid in superseded or any(c in kinds and siblings(kinds[pid], kinds[c])
                                         for c in held_pages):
