@@ -302,11 +302,11 @@ class BridgeExpander:
         the module docstring), lower the pages of the kind of the first
         hop's best chain that no chain holds and the ``superseded``
         versions (even those a chain starts from), and write each chained
-        page's path in its best chain in its trace. The *lead* chain (the first hop's best, grown while the
-        next hop's best grows it, as far as its pages hold the first places
-        but one) takes the places its pages earned, in reasoning order.
-        Returns ``{page_id: Hop}``: how each page was reached in
-        its best chain."""
+        page's path in its best chain in its trace. The *lead* chain (the
+        first hop's best, grown while the next hop's best grows it, as far
+        as its pages hold the first places but one) takes the places its
+        pages earned, in reasoning order. Returns ``{page_id: Hop}``: how
+        each page was reached in its best chain."""
         s = self.s
         mass: dict[str, float] = {}
         held: dict[str, tuple[Chain, int]] = {}
