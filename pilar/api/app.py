@@ -16,7 +16,7 @@ from pilar import Pilar, __version__
 from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.ingest_service import start_worker, stop_worker
-from pilar.api.jobs import EvalRunner, JobStore
+from pilar.api.jobs import EvalRunner, open_job_store
 from pilar.api.mcp_server import build_mcp
 from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import RateLimiter
@@ -156,7 +156,7 @@ def create_app(pilar: Pilar) -> FastAPI:
     async def lifespan(app: FastAPI):
         # blocking routes run on anyio's thread pool: at most api_threads at once per process
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.api_threads
-        store = JobStore(settings.home / "jobs.sqlite", settings.job_lease_seconds)
+        store = open_job_store(settings)
         failed = store.fail_orphans("eval", ("queued", "running", "cancelling"))
         if failed:
             log.warning("marked %d unfinished evaluation(s) failed (server restarted)",
