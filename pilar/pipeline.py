@@ -216,7 +216,10 @@ class Pilar:
         server's ingest worker (:mod:`pilar.api.ingest_service`): always in
         worker processes within the parse budgets (at least one, whatever
         ``PILAR_WORKERS`` says), embedding several documents per call,
-        this process the one writer. Results come in input order, each
+        this process the one writer; with ``PILAR_RAY_ADDRESS`` set, parse
+        and embed run as Ray tasks on that cluster instead
+        (:func:`pilar.scale_out.ray_parse_many`, as ``pilar ingest --ray``),
+        within the parse budgets on each Ray worker. Results come in input order, each
         passed to ``progress`` as it is stored; once ``stop`` is set no
         further file is begun (the results are a prefix of ``files``); once
         ``cancel`` is set :class:`~pilar.errors.IngestCancelled` is raised
@@ -227,7 +230,8 @@ class Pilar:
         check_collection(collection)
         workers = self.settings.workers or None
         run = IngestRun(self.writer, self.embedder, self.settings, list(files), collection)
-        return run.run(progress, workers, stop=stop, cancel=cancel)
+        return run.run(progress, workers, self.settings.ray_address or None, stop=stop,
+                       cancel=cancel)
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,
