@@ -147,7 +147,7 @@ def create_app(pilar: Pilar) -> FastAPI:
     keyring = Keyring(parse_keys(settings.api_keys))
     paths = ServerPaths.of(settings)
     limiter = RateLimiter(settings.api_rate_limit)
-    mcp = build_mcp(pilar, keyring, paths, limiter)
+    mcp = build_mcp(pilar, keyring, paths, limiter, jobs=lambda: app.state.jobs)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                       json_response=True,
                                       transport_security=_mcp_security(settings))

@@ -121,7 +121,10 @@ def _check_listen(host: str, port: int) -> None:
 
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
-    """Serve the MCP tools (search, answer, get_page, cypher) over stdio, for agent clients."""
+    """Serve the MCP tools (search, answer, get_page, cypher, ingest_paths, get_job) over stdio.
+
+    Jobs queued with ingest_paths are run by an ingest worker on the same job
+    store (`pilar worker`, or a `pilar serve` on the same home or stores)."""
     from pilar.api.app import server_logging
     from pilar.api.auth import Keyring
     from pilar.api.mcp_server import build_mcp
@@ -131,4 +134,8 @@ def mcp(home: HomeOpt = None) -> None:
     p = _pilar(home)
     with reported():
         paths = ServerPaths.of(p.settings)
-    build_mcp(p, Keyring([]), paths).run("stdio")
+    from functools import cache
+
+    from pilar.api.jobs import open_job_store
+
+    build_mcp(p, Keyring([]), paths, jobs=cache(lambda: open_job_store(p.settings))).run("stdio")
