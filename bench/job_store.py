@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pilar.api.jobs import new_job, open_job_store
+from pilar.api.job_stores import open_job_store
+from pilar.api.jobs import new_job
 from pilar.config import Settings
 
 

@@ -23,7 +23,7 @@ def open_store(request, tmp_path):
     """``open_store(lease_seconds=30)``: a fresh handle on one job store (each
     call another worker of the same store); Neo4j's Job nodes deleted before
     and after the test."""
-    from pilar.api.jobs import open_job_store
+    from pilar.api.job_stores import open_job_store
 
     opened = []
     if request.param == "neo4j":

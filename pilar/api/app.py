@@ -16,7 +16,8 @@ from pilar import Pilar, __version__
 from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.ingest_service import start_worker, stop_worker
-from pilar.api.jobs import EvalRunner, open_job_store
+from pilar.api.job_stores import open_job_store
+from pilar.api.jobs import EvalRunner
 from pilar.api.mcp_server import build_mcp
 from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import RateLimiter

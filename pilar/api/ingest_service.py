@@ -40,8 +40,9 @@ import time
 from pathlib import Path
 
 from pilar import Pilar
+from pilar.api.job_stores import open_job_store
 from pilar.api.jobs import (CANCELLED, STORED, JobStore, LeaseLost, counts, discard_unstored,
-                            ended, now, open_job_store)
+                            ended, now)
 from pilar.api.models import ENDED, Job
 from pilar.api.paths import ServerPaths
 from pilar.errors import IngestCancelled, PilarError
@@ -210,7 +211,7 @@ class IngestService:
 
 def run_worker(parent: int | None = None) -> None:
     """The ``pilar worker`` process: settings from the environment, jobs
-    from the configured stack's job store (:func:`~pilar.api.jobs.open_job_store`:
+    from the configured stack's job store (:func:`~pilar.api.job_stores.open_job_store`:
     Neo4j's ``Job`` nodes, or ``PILAR_HOME/jobs.sqlite``), until SIGTERM or SIGINT. With
     ``parent`` (the pid of the server that started it) it dies with that
     process. Raises :class:`~pilar.errors.ConfigError` for a bad setting."""

@@ -3,7 +3,7 @@ API's processes and the ingest workers: on the embedded default one SQLite
 file (``PILAR_HOME/jobs.sqlite``, :mod:`pilar.api.job_store_sqlite`); with
 the graph on Neo4j, ``Job`` nodes there (:mod:`pilar.api.job_store_neo4j`),
 so replicas with homes of their own, on any host, share one queue
-(:func:`open_job_store` picks by ``PILAR_GRAPH``).
+(:func:`pilar.api.job_stores.open_job_store` picks by ``PILAR_GRAPH``).
 
 ``POST /v1/documents`` streams the uploaded files into
 ``PILAR_HOME/uploads/<job>/`` (:mod:`pilar.api.uploads`) or takes
@@ -54,7 +54,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pilar.api.models import Job, JobFile, JobProgress, JobState, now
-from pilar.config import Settings
 from pilar.errors import IngestCancelled, PilarError
 from pilar.writes import discard_upload
 
@@ -244,21 +243,6 @@ def take(job: Job, holder: str, me: str) -> None:
             if f.status == "running":
                 f.status = "queued"
         job.counts = counts(job.files)
-
-
-def open_job_store(settings: Settings) -> JobStore:
-    """The job store of the configured stack: ``Job`` nodes on Neo4j when
-    ``PILAR_GRAPH=neo4j`` (shared by replicas with homes of their own), else
-    ``PILAR_HOME/jobs.sqlite``; leases ``PILAR_JOB_LEASE_SECONDS`` long.
-    Raises :class:`~pilar.errors.ConfigError` when Neo4j is not configured
-    or cannot be reached."""
-    if settings.graph == "neo4j":
-        from pilar.api.job_store_neo4j import Neo4jJobStore
-
-        return Neo4jJobStore.of(settings)
-    from pilar.api.job_store_sqlite import SqliteJobStore
-
-    return SqliteJobStore(settings.home / "jobs.sqlite", settings.job_lease_seconds)
 
 
 def _alive(pid: int) -> bool:

@@ -136,6 +136,6 @@ def mcp(home: HomeOpt = None) -> None:
         paths = ServerPaths.of(p.settings)
     from functools import cache
 
-    from pilar.api.jobs import open_job_store
+    from pilar.api.job_stores import open_job_store
 
     build_mcp(p, Keyring([]), paths, jobs=cache(lambda: open_job_store(p.settings))).run("stdio")
