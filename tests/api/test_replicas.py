@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from pilar.api.models import now
-from tests.api.shared import FULL, settings_of, sse_events, upload
+from tests.api.shared import FULL, clear_jobs, settings_of, sse_events, upload
 from tests.conftest import FIXTURES
 from tests.processes import alive
 from tests.serving import ApiServer, wait_job
@@ -81,6 +81,7 @@ def test_replicas_share_jobs_and_a_dead_workers_job_is_resumed(tmp_path, wtq_pag
            "PILAR_ELASTICSEARCH_INDEX": prefix, "PILAR_UPLOAD_DIR": str(tmp_path / "uploads"),
            "PILAR_JOB_LEASE_SECONDS": "2", "PILAR_API_RATE_LIMIT": ""}
     _clear(tmp_path / "cleanup", env)
+    clear_jobs(tmp_path / "cleanup", env)
     a = ApiServer(tmp_path / "home-a", env).start()  # with its ingest worker
     b = ApiServer(tmp_path / "home-b", {**env, "PILAR_API_INGEST_WORKER": "false"}).start()
     spare = None
