@@ -23,9 +23,10 @@ A node holds: ``job_id``, ``kind``, ``state``, ``owner``, ``created_at``
 (ISO, milliseconds) and ``created_ns`` (the order of jobs made in one
 millisecond), ``paths`` (JSON list of the files' server paths), ``record``
 (the :class:`~pilar.api.models.Job` as JSON; the SSE events are read from
-it), ``holder`` and ``lease_until`` (Unix seconds, the workers' clocks) of
-the worker's lease, ``runner`` (``host:pid`` of the process that created
-or runs the job).
+it), ``holder`` and ``lease_until`` of the worker's lease (Unix seconds on
+the Neo4j server's clock, so workers on hosts whose clocks differ agree on
+when a lease runs out), ``runner`` (``host:pid`` of the process that
+created or runs the job).
 """
 
 from __future__ import annotations
@@ -49,13 +50,18 @@ SCHEMA = (
     "CREATE INDEX pilar_job_owner IF NOT EXISTS FOR (j:Job) ON (j.owner)",
 )
 """The Job nodes' constraints and indexes (idempotent)."""
-_LOCKED = ("MATCH (j:Job {job_id: $id}) SET j.locked_at = $at "
+_NOW = "timestamp() / 1000.0"
+"""The Neo4j server's clock, Unix seconds (leases are kept on it)."""
+_LOCKED = (f"MATCH (j:Job {{job_id: $id}}) SET j.locked_at = {_NOW} "
            "RETURN j.record AS record, j.holder AS holder, j.lease_until AS lease_until, "
-           "j.paths AS paths")
+           f"j.paths AS paths, {_NOW} AS now")
 """A job's record read under its node's write lock (held until the transaction ends)."""
 _RUNNABLE = ("MATCH (j:Job) WHERE j.kind = 'ingest' AND (j.state = 'queued' OR "
-             "(j.state IN ['running', 'cancelling'] AND (j.holder = $me OR j.lease_until < $at))) "
+             "(j.state IN ['running', 'cancelling'] AND "
+             f"(j.holder = $me OR j.lease_until < {_NOW}))) "
              "RETURN j.job_id AS id, j.owner AS owner ORDER BY j.created_at, j.created_ns")
+_PUT = (f"MATCH (j:Job {{job_id: $id}}) SET j += $props, j.lease_until = CASE WHEN $lease "
+        f"THEN {_NOW} + $seconds ELSE j.lease_until END")
 
 
 class Neo4jJobStore(JobStore):
@@ -105,10 +111,11 @@ class Neo4jJobStore(JobStore):
         return self.driver.execute_query(query, params, database_=self.database,
                                          routing_=neo4j.RoutingControl.READ).records
 
-    @staticmethod
-    def _put(tx: neo4j.ManagedTransaction, job: Job, **more) -> None:
+    def _put(self, tx: neo4j.ManagedTransaction, job: Job, lease: bool = False, **more) -> None:
+        """Save ``job`` (and the properties ``more``); with ``lease`` its
+        lease runs :attr:`lease_seconds` from now."""
         job.updated_at = now()
-        tx.run("MATCH (j:Job {job_id: $id}) SET j += $props", id=job.job_id,
+        tx.run(_PUT, id=job.job_id, lease=lease, seconds=self.lease_seconds,
                props={"state": job.state, "record": job.model_dump_json(), **more}).consume()
 
     def create(self, job: Job, owner: str, paths: list[Path] = ()) -> Job:
@@ -137,28 +144,25 @@ class Neo4jJobStore(JobStore):
         """See :meth:`JobStore.update` (the record read under its node's lock)."""
 
         def work(tx: neo4j.ManagedTransaction) -> Job:
-            row = tx.run(_LOCKED, id=job_id, at=time.time()).single()
+            row = tx.run(_LOCKED, id=job_id).single()
             if row is None:
                 raise KeyError(job_id)
             if hold and row["holder"] != self.holder:
                 raise LeaseLost(job_id)
             job = Job.model_validate_json(row["record"])
             change(job)
-            more = {"runner": runner()} if claim else {}
-            if hold:
-                more["lease_until"] = time.time() + self.lease_seconds
-            self._put(tx, job, **more)
+            self._put(tx, job, lease=hold, **({"runner": runner()} if claim else {}))
             return job
 
         return self._write(work)
 
     def renew(self, job_id: str) -> bool:
         """See :meth:`JobStore.renew` (the holder checked under the node's lock)."""
-        query = ("MATCH (j:Job {job_id: $id}) SET j.locked_at = $at WITH j "
-                 "WHERE j.holder = $me SET j.lease_until = $until RETURN count(j) AS n")
-        return self._write(lambda tx: tx.run(
-            query, id=job_id, at=time.time(), me=self.holder,
-            until=time.time() + self.lease_seconds).single()["n"] == 1)
+        query = (f"MATCH (j:Job {{job_id: $id}}) SET j.locked_at = {_NOW} WITH j "
+                 f"WHERE j.holder = $me SET j.lease_until = {_NOW} + $seconds "
+                 "RETURN count(j) AS n")
+        return self._write(lambda tx: tx.run(query, id=job_id, me=self.holder,
+                                             seconds=self.lease_seconds).single()["n"] == 1)
 
     def owned(self, owner: str, states: list[str] | None = None) -> list[Job]:
         """See :meth:`JobStore.owned`."""
@@ -174,21 +178,18 @@ class Neo4jJobStore(JobStore):
         under its own lock."""
 
         def work(tx: neo4j.ManagedTransaction) -> Claimed | None:
-            tx.run("MERGE (q:JobQueue {name: 'ingest'}) SET q.locked_at = $at",
-                   at=time.time()).consume()
-            rows = [(r["id"], r["owner"]) for r in
-                    tx.run(_RUNNABLE, me=self.holder, at=time.time())]
+            tx.run(f"MERGE (q:JobQueue {{name: 'ingest'}}) SET q.locked_at = {_NOW}").consume()
+            rows = [(r["id"], r["owner"]) for r in tx.run(_RUNNABLE, me=self.holder)]
             if not rows:
                 return None
             job_id, owner = pick(rows, after)
-            row = tx.run(_LOCKED, id=job_id, at=time.time()).single()
+            row = tx.run(_LOCKED, id=job_id).single()
             job = Job.model_validate_json(row["record"])
             if not claimable(job.state, row["holder"], row["lease_until"], self.holder,
-                             time.time()):
+                             row["now"]):
                 return None  # renewed or ended meanwhile: the next look sees the queue as it is
             take(job, row["holder"], self.holder)
-            self._put(tx, job, holder=self.holder, runner=runner(),
-                      lease_until=time.time() + self.lease_seconds)
+            self._put(tx, job, lease=True, holder=self.holder, runner=runner())
             return job, owner, [Path(p) for p in json.loads(row["paths"])]
 
         return self._write(work)

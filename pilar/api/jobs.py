@@ -6,7 +6,7 @@ so replicas with homes of their own, on any host, share one queue
 (:func:`pilar.api.job_stores.open_job_store` picks by ``PILAR_GRAPH``).
 
 ``POST /v1/documents`` streams the uploaded files into
-``PILAR_HOME/uploads/<job>/`` (:mod:`pilar.api.uploads`) or takes
+``PILAR_UPLOAD_DIR/<job>/`` (:mod:`pilar.api.uploads`) or takes
 server-side paths, and records a ``queued`` job (:meth:`JobStore.create`):
 the API never parses. The ingest worker, a process beside the API
 (:mod:`pilar.api.ingest_service`, ``pilar worker``), claims jobs from this
