@@ -74,11 +74,15 @@ def worker(parent: Annotated[int | None, typer.Option(
                metavar="PID", help="die with this process (the server that started it)",
                hidden=True)] = None,
            home: HomeOpt = None) -> None:
-    """Run the ingest jobs that servers on this home queue (uploads, server paths).
+    """Run the ingest jobs that servers queue (uploads, server paths) on the same job store.
+
+    The job store is this home's jobs.sqlite, or with PILAR_GRAPH=neo4j the
+    Job nodes in Neo4j, shared by every server and worker on those stores.
 
     Jobs are taken fairly between API keys (round-robin, a few files at a
     time) and run as `pilar ingest` runs: parses in worker processes within
-    the parse budgets, batched embedding, one writer. `pilar serve` starts
+    the parse budgets, batched embedding, one writer (with PILAR_RAY_ADDRESS,
+    parse and embed as Ray tasks on that cluster). `pilar serve` starts
     one itself unless PILAR_API_INGEST_WORKER=false. Stops on SIGTERM or
     Ctrl-C, putting the job in progress back in the queue."""
     from pilar.api.app import server_logging
