@@ -3,8 +3,8 @@ warm) and the packets of the delivery questions, question by question.
 
     python bench/ab_trees.py --tree A=/work/main:HOME_A --tree B=.:HOME_B
                              [--n 200] [--delivery 300] [--budgets 1024,3072]
-                             [--neo4j-uri URI] [--api-clients 20 --api-n 100
-                             --api-rounds 4] [--json OUT]
+                             [--neo4j-uri URI [--es-url URL --es-prefix P]]
+                             [--api-clients 20 --api-n 100 --api-rounds 4] [--json OUT]
 
 Each tree runs in its own worker process (``PYTHONPATH`` = the tree) on its
 own copy of a store (a tree may migrate the store it opens, so give each its
@@ -17,6 +17,10 @@ sample, those whose gold page the store holds), ranked as that bench ranks
 them, packed at each budget in both trees; a packet is the same when its
 text, token count and citations are byte-identical. Every difference is
 listed with each side's delivery (every gold answer in the packet text).
+With ``--neo4j-uri`` the graph is on that Neo4j (filled from the first
+tree's store); with ``--es-url`` too the page index is on that
+Elasticsearch under ``--es-prefix`` (the production stack, already holding
+the corpus: ``bench/backend_parity.py --fill``), both trees on the same servers.
 With ``--api-clients`` each tree also serves its store (``pilar serve`` as
 that tree deploys it) and the servers take turns under that many clients
 (:func:`api_load`).
@@ -44,7 +48,7 @@ from pathlib import Path
 from pilar import Pilar
 from pilar.config import Settings
 from pilar.model import to_jsonable
-settings = Settings(graph="neo4j", neo4j_uri=sys.argv[2]) if len(sys.argv) > 2 else None
+settings = Settings(**json.loads(sys.argv[2])) if len(sys.argv) > 2 else None
 p = Pilar(home=sys.argv[1], settings=settings, create=False)
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
@@ -69,13 +73,14 @@ for line in sys.stdin:
 class Tree:
     """One tree's worker process: ``ask(request) -> reply`` over JSON lines."""
 
-    def __init__(self, name: str, path: Path, home: Path, neo4j_uri: str | None = None):
+    def __init__(self, name: str, path: Path, home: Path, servers: dict | None = None):
         self.name = name
         env = {**os.environ, "PYTHONPATH": str(path), "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(home),
-                                      *([neo4j_uri] if neo4j_uri else [])], cwd=path, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        args = [json.dumps(servers)] if servers else []
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(home), *args], cwd=path,
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
         assert json.loads(self.proc.stdout.readline())["ready"]
 
     def ask(self, **req) -> dict:
@@ -169,7 +174,7 @@ def api_load(specs: list[tuple[str, str, str]], clients: int, n: int, rounds: in
     searches per round (budget 4,500, k 10, bench/api_load.py's questions),
     the trees taking turns for ``rounds`` rounds after a warm-up round each
     (the idle server costs nothing meanwhile): searches/s, p50, p95 over all
-    rounds, errors."""
+    rounds, errors, and the 1-minute load average before and after."""
     sys.path.insert(0, str(ROOT / "bench"))
     from api_load import KEY, questions, run_clients  # noqa: E402
     from tests.serving import free_port  # noqa: E402
@@ -199,6 +204,7 @@ def api_load(specs: list[tuple[str, str, str]], clients: int, n: int, rounds: in
                 time.sleep(0.5)
             run_clients(url, qs, clients)  # warm-up: every process's caches
         runs: dict[str, list[dict]] = {name: [] for name in servers}
+        load = os.getloadavg()[0]
         for r in range(rounds):
             for name in (list(servers) if r % 2 == 0 else list(servers)[::-1]):
                 runs[name].append(run_clients(servers[name][1], qs, clients))
@@ -206,7 +212,7 @@ def api_load(specs: list[tuple[str, str, str]], clients: int, n: int, rounds: in
         for proc, _ in servers.values():
             proc.terminate()
             proc.wait(60)
-    out = {}
+    out: dict = {"load_before": load, "load_after": os.getloadavg()[0]}
     for name, rs in runs.items():
         total = sum(x["n"] for x in rs)
         out[name] = {"clients": clients, "searches": total,
@@ -226,6 +232,8 @@ def main() -> None:
     ap.add_argument("--budgets", default="1024,3072")
     ap.add_argument("--neo4j-uri", help="the graph on this Neo4j (one for both trees, "
                     "filled from the first tree's store), the page index embedded")
+    ap.add_argument("--es-url", help="with --neo4j-uri: the page index on this Elasticsearch")
+    ap.add_argument("--es-prefix", default="pilar", help="its alias prefix")
     ap.add_argument("--api-clients", type=int, default=0,
                     help="also load each tree's served API with this many clients")
     ap.add_argument("--api-n", type=int, default=100, help="searches per API round")
@@ -234,12 +242,17 @@ def main() -> None:
     args = ap.parse_args()
     specs = [(s.partition("=")[0], *s.partition("=")[2].split(":")) for s in args.tree]
     report: dict = {"trees": {name: f"{path} ({home})" for name, path, home in specs}}
-    if args.neo4j_uri:
+    servers = None
+    if args.neo4j_uri and args.es_url:
+        servers = {"graph": "neo4j", "neo4j_uri": args.neo4j_uri, "index": "elasticsearch",
+                   "elasticsearch_url": args.es_url, "elasticsearch_index": args.es_prefix}
+    elif args.neo4j_uri:
+        servers = {"graph": "neo4j", "neo4j_uri": args.neo4j_uri}
         report["neo4j_filled"] = fill_neo4j(Path(specs[0][2]).resolve(), args.neo4j_uri)
     if args.api_clients:
         report["api"] = api_load(specs, args.api_clients, args.api_n, args.api_rounds)
         print(json.dumps(report["api"], indent=1), flush=True)
-    trees = [Tree(name, Path(path).resolve(), Path(home).resolve(), args.neo4j_uri)
+    trees = [Tree(name, Path(path).resolve(), Path(home).resolve(), servers)
              for name, path, home in specs] if args.n or args.delivery else []
     t0 = time.perf_counter()
     try:

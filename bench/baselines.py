@@ -22,7 +22,7 @@ import numpy as np
 from rich.progress import track
 
 from pilar import Pilar
-from pilar.eval.run import RANK_DEPTH, Retrieved
+from pilar.eval.run import RANK_DEPTH, Retrieved, SearchMethod
 from pilar.model import RankedPage
 from pilar.retrieval.hybrid import min_max
 from pilar.retrieval.sqlite import fts_query
@@ -172,7 +172,10 @@ def page_only(p: Pilar, question: str, budget: int, k: int | None = None,
 def pilar_search(p: Pilar, question: str, budget: int, k: int, profile: str | None = None,
                  ranked: list[RankedPage] | None = None) -> Retrieved:
     """pilar: the graph-linking retriever (``ranked`` when given, e.g. a
-    gold-page candidate set) and the packer on its first ``k`` pages."""
+    gold-page candidate set) and the packer on its first ``k`` pages, as
+    :meth:`Pilar.evaluate` runs them (:class:`pilar.eval.run.SearchMethod`)."""
+    method = SearchMethod(lambda q, depth: p.retriever(profile).search(q, depth), p.pack, k,
+                          budget)
     if ranked is None:
-        ranked = p.retriever(profile).search(question, max(k, RANK_DEPTH))
-    return Retrieved(ranked, p.pack(question, ranked[:k], budget).text)
+        ranked = method.rank(question, max(k, RANK_DEPTH))
+    return method.retrieved(question, ranked)

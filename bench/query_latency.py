@@ -64,7 +64,7 @@ def measure(p: Pilar, questions: list[str], cold: bool = False) -> dict[str, flo
                                           f"{', cold' if cold else ''})"):
         p.embedder._queries.clear()
         if cold:
-            p._pages.clear()
+            p.pages.clear()
         t = time.perf_counter()
         p.search(q)
         times.append((time.perf_counter() - t) * 1000)

@@ -54,6 +54,7 @@ from pilar.errors import LLMError  # noqa: E402
 from pilar.eval.metrics import answer_figures, delivered  # noqa: E402
 from pilar.eval.questions import load_questions  # noqa: E402
 from pilar.model import Citation, Packet, PacketItem  # noqa: E402
+from pilar.parts import split_page_id  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 METHODS = ("flat_chunks", "pilar")
@@ -69,9 +70,9 @@ def flat_packet(flat: FlatChunks, order: list[int], budget: int, sources: dict[s
         cost = flat.counter.count(text) + 1
         if used + cost > budget:
             continue
-        doc_id, _, number = page_id.rpartition(":")
+        doc_id, number = split_page_id(page_id)
         items.append(PacketItem(text=text, tokens=cost - 1, page_id=page_id, citation=Citation(
-            doc_id=doc_id, source=sources.get(doc_id, ""), page=int(number))))
+            doc_id=doc_id, source=sources.get(doc_id, ""), page=number)))
         used += cost
         if budget - used < 32:
             break

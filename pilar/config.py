@@ -74,25 +74,29 @@ class Settings(BaseSettings):
         "ann", description="embedded dense search: an ANN index beside the store file "
         "(home/dense/, usearch HNSW) or every vector in memory")
     dense_dtype: Literal["f16", "i8"] = Field(
-        "f16", description="how the ANN index stores vectors (scores stay exact float32)")
+        "f16", description="how the ANN index stores vectors (i8: half the memory, coarser; "
+        "scores stay exact float32)")
     embedding_model: str = Field(
         DEFAULT_EMBEDDING_MODEL, description="sentence-transformers model name or local folder "
         "(the default is the packaged all-MiniLM-L6-v2, offline)")
     embedding_batch_size: int = Field(32, ge=1, description="texts embedded per call")
     embedding_device: str = Field(
-        "cpu", description="torch device of the embedder (cpu, cuda, cuda:1, mps)")
+        "cpu", description="torch device of the embedder (cpu, cuda, cuda:1, mps); on Ray a "
+        "cuda device makes each task ask for a GPU")
     embedding_cache: bool = Field(
         True, description="reuse vectors of texts embedded before (home/vector-cache.sqlite)")
     query_encoder: Literal["onnx", "torch"] = Field(
         default_factory=default_query_encoder,
         description="what embeds questions: ONNX Runtime on the model exported once to "
         "home/models/ (no PyTorch at query time; sentence-transformers if that fails, "
-        "with a warning) or sentence-transformers (default: onnx when onnxruntime is installed)")
+        "with a warning) or sentence-transformers (default: onnx when onnxruntime is installed); "
+        "the vectors are the same (cosine at least 0.999), so a store needs no re-ingest")
     models_dir: Path | None = Field(
         None, description="where models exported for ONNX Runtime are kept, one file per "
         "model and version (default: home/models; several stores may share one)")
     workers: int | None = Field(
-        None, ge=0, description="ingest parse processes (default: the CPU cores; 0 = in process)")
+        None, ge=0, description="ingest parse processes (default: the CPU cores; 0 = in the "
+        "writing process, without parse budgets; the server always parses in a worker)")
     reranker_model: str | None = Field(
         None, description="sentence-transformers CrossEncoder (name or local folder) for unit "
         "selection; without it units are ranked by BM25 and cosine")
@@ -113,8 +117,9 @@ class Settings(BaseSettings):
 
     # graph linking with relevance gates (PILAR §3.4, App. E.6 constants)
     profile: Literal[tuple(PROFILES)] = Field(  # type: ignore[valid-type]
-        "single-shot", description="graph-linking profile: single-shot or multi-hop "
-        "(PILAR App. D.4)")
+        "single-shot", description="graph-linking profile: single-shot (pool 20, no "
+        "same-section bonus) or multi-hop (pool 60, no adjacent bonus, iterative bridge "
+        "expansion) (PILAR App. D.4)")
     pool: int = Field(40, ge=1, description="shortlist pages that seed priors and expansion")
     seed_ratio: float = Field(0.9, gt=0, le=1, description="seeds score at least this share of the best")
     adjacent_bonus: float = Field(
@@ -129,7 +134,8 @@ class Settings(BaseSettings):
     gate: float = Field(0.35, ge=-1, le=1, description="an expanded page stays only if dense >= gate")
     expansion_limit: int = Field(50, ge=1, description="pages reached per entity and path kind")
     hub_pages: int = Field(10, ge=0, description="a question entity mentioned on more pages is a "
-                                                 "hub: it is not expanded from")
+                           "hub (a generic word such as 'Silver'): it is not expanded from "
+                           "(0: every entity on any page is one)")
     entity_match: float = Field(90.0, ge=0, le=100, description="rapidfuzz score (0-100) for query entities")
     specific_entities: bool = Field(False, description="question-entity bonuses scale with the "
                                     "entity's specificity (1/sqrt(pages)) and seeds get them too")
@@ -194,7 +200,8 @@ class Settings(BaseSettings):
     max_unit_chars: int = Field(4000, ge=1, description="characters of one evidence unit at most")
     max_span: int = Field(1000, ge=1, description="characters of one support's span at most")
     pdf_password: str | None = Field(None, description="password for encrypted PDFs")
-    pdf_max_pages: int = Field(5000, ge=1, description="pages a PDF may have")
+    pdf_max_pages: int = Field(5000, ge=1, description="pages a PDF may have; a longer file "
+                               "fails before any page is read")
 
     # parse budgets (pilar.ingest.parallel): every file is parsed in a worker
     # process that is stopped past these
@@ -233,7 +240,8 @@ class Settings(BaseSettings):
     figure_ocr_max: int = Field(50, ge=0, description="figures OCR'd per document at most")
     pdf_figure_crops: bool = Field(False, description="write figure PNGs under home/crops")
     pdf_max_render_pixels: int = Field(
-        40_000_000, ge=1, description="pixel cap of one render (page OCR, figure)")
+        40_000_000, ge=1, description="pixel cap of one render (page OCR, figure crops, page "
+        "images): a larger page is rendered at the highest dpi that fits, not at all below 50")
     pdf_max_image_pixels: int = Field(
         400_000_000, ge=1, description="pages holding a larger raster image are not rendered")
 
@@ -281,7 +289,8 @@ class Settings(BaseSettings):
         "model); also the tokenizer packets are counted with when it loads offline")
     reader_tokenizer: str | None = Field(
         None, description="tokenizer for packet budgets: a local Hugging Face folder or name, "
-        "or a .gguf file (default reader_model)")
+        "or a .gguf file (default reader_model); without one that loads offline the "
+        "embedder's tokenizer counts and packets are marked as an estimate")
     reader_timeout: float | None = Field(None, gt=0, description="seconds per reader request "
                                          "(default llm_timeout)")
     reader_max_tokens: int = Field(256, ge=1, description="new tokens per answer at most")

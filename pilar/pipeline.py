@@ -1,48 +1,46 @@
 """The :class:`Pilar` facade: one object with the reach of the CLI.
 
-It wires the layers and delegates: ingest runs (:mod:`pilar.ingest_run`)
-store each parsed document as one unit of work in the page index and the
-graph (:mod:`pilar.writes`, DESIGN.md's protocol for two stores); queries
-call retrieval, then packing, then the reader; evaluation runs
-:func:`pilar.eval.run.evaluate` over this object's search. Backends come
-from config (:func:`pilar.stores.open_stores`).
+It wires the layers and delegates, owning no layer's logic: ingest runs
+(:mod:`pilar.ingest_run`) store each parsed document as one unit of work in
+the page index and the graph (:mod:`pilar.writes`, DESIGN.md's protocol for
+two stores); requests are checked by :mod:`pilar.query`; queries call
+retrieval, then packing (:class:`~pilar.packing.packer.Packer` on the page
+material of :class:`~pilar.stores.PageCache`), then the reader
+(:meth:`pilar.reader.Reader.reply`); evaluation runs
+:func:`pilar.eval.run.evaluate_search` over this object's search. Backends
+come from config (:func:`pilar.stores.open_stores`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pilar.config import MIN_BUDGET, Settings, home_problem
-from pilar.errors import ConfigError, EmptyStoreError, LLMError, UnknownScopeError
-from pilar.eval.questions import Question, load_questions
-from pilar.eval.run import RANK_DEPTH, EvalReport, Retrieved, evaluate
+from pilar.config import Settings, home_problem
+from pilar.errors import ConfigError, EmptyStoreError
+from pilar.eval.questions import Question
+from pilar.eval.run import EvalReport, SearchMethod, evaluate_search
 from pilar.ingest import PageProgress
 from pilar.ingest.files import select_files
 from pilar.ingest_run import FilePageProgress, IngestRun, Progress
 from pilar.model import (DEFAULT_COLLECTION, Answer, Document, Entity, IngestResult,
                          Neighborhood, Packet, Page, RankedPage, Scope, SearchResult, Support,
-                         Unit, check_collection)
-from pilar.query import Query, check_profile, check_scope, options, unknown_scope
-from pilar.packing.packet import PageEvidence, assemble
-from pilar.packing.selection import UnitSelector
-from pilar.packing.statistics import fill_stats, refresh_stats
+                         check_collection)
+from pilar.packing.packer import Packer
+from pilar.packing.statistics import fill_stats
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import QUERY_CACHE, Embedder, VectorCache, load_cross_encoder
+from pilar.query import Query, check_profile, check_scope, options, require_scope
+from pilar.retrieval.embeddings import QUERY_CACHE, Embedder
 from pilar.retrieval.expansion import GraphRetriever
 from pilar.retrieval.hybrid import HybridRetriever
+from pilar.stores import PageCache, open_stores
 from pilar.writes import DocumentWriter
 
 if TYPE_CHECKING:
     from pilar.reader import AnswerStream, Reader
-
-PAGE_CACHE = 1024
-"""Pages whose supports and units a :class:`Pilar` keeps in memory for packing."""
-
 
 EMPTY_STORE = "the store holds no documents: add some with `pilar ingest PATH`"
 """What a query on a store without documents says (EmptyStoreError, the CLI)."""
@@ -70,26 +68,19 @@ class Pilar:
                 raise ConfigError(f"PILAR_HOME={str(home)!r}: {problem}")
             settings = settings.model_copy(update={"home": Path(home)})
         self.settings = settings
-        from pilar.stores import open_stores
-
         self.graph, self.index = open_stores(settings, create=create)
-        self.embedder = Embedder(
-            settings.embedding_model, settings.embedding_batch_size,
-            device=settings.embedding_device,
-            cache=VectorCache(settings.home / "vector-cache.sqlite")
-            if settings.embedding_cache else None,
-            onnx_dir=(settings.models_dir or settings.home / "models")
-            if settings.query_encoder == "onnx" else None)
-        self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
-        self._pages_lock = threading.Lock()
+        self.embedder = Embedder.of(settings)
+        self.pages = PageCache(self.graph, lambda: self.tokens)
         self._retrievers: dict[str, GraphRetriever] = {}
         self._retrievers_lock = threading.Lock()
         self._held_pages = False  # the store was seen holding pages (see search)
-        self.writer = DocumentWriter(self.graph, self.index, settings, self._drop_page_cache,
+        self.writer = DocumentWriter(self.graph, self.index, settings, self.pages.clear,
                                      lambda units: fill_stats(units, self.tokens))
 
     @cached_property
     def tokens(self) -> TokenCounter:
+        """The reader's token counter (``PILAR_READER_TOKENIZER``, else the
+        reader's or the embedder's tokenizer)."""
         s = self.settings
         return TokenCounter.for_reader(s.reader_tokenizer or s.reader_model or s.llm_model,
                                        self.embedder.tokenizer, s.embedding_model,
@@ -107,6 +98,7 @@ class Pilar:
 
     @cached_property
     def hybrid(self) -> HybridRetriever:
+        """The base hybrid retriever (BM25 + dense, PILAR §3.3)."""
         return HybridRetriever(self.graph, self.index, self.embedder, self.settings)
 
     def retriever(self, profile: str | None = None) -> GraphRetriever:
@@ -125,12 +117,9 @@ class Pilar:
         return found
 
     @cached_property
-    def selector(self) -> UnitSelector:
-        cross = load_cross_encoder(self.settings.reranker_model) \
-            if self.settings.reranker_model else None
-        s = self.settings
-        return UnitSelector(self.embedder, self.index.unit_vectors, cross, s.prefilter,
-                            s.unit_page_weight, s.unit_cues)
+    def packer(self) -> Packer:
+        """The packer of these settings (:meth:`pilar.packing.packer.Packer.of`)."""
+        return Packer.of(self.settings, self.embedder, self.index.unit_vectors, self.tokens)
 
     # -- ingestion -----------------------------------------------------------
     def ingest(self, paths: Iterable[str | Path] | str | Path,
@@ -140,33 +129,26 @@ class Pilar:
                on_page: FilePageProgress | None = None) -> list[IngestResult]:
         """Ingest files, folders or globs into ``collection``; one
         :class:`IngestResult` per file, in input order (``progress`` is
-        called with each as it is stored).
+        called with each as it is stored; ``on_page(path, done, total)`` as a
+        PDF's pages are parsed, per file only on Ray).
 
         Files are parsed in ``workers`` processes (default
         ``settings.workers``, else the CPU cores; 0 = in this process), each
-        file within the parse budgets (``PILAR_PARSE_MEMORY_BYTES``,
-        ``PILAR_PARSE_SECONDS``; :mod:`pilar.ingest.parallel`), while
-        this process, the one writer, embeds several documents' texts per
-        call (:func:`pilar.retrieval.embeddings.page_vectors`) and stores
-        each document as one unit (:mod:`pilar.writes`). A file that
-        fails gets ``status="failed"`` and a one-line ``reason``; the rest go
-        on. A document belongs to one collection: bytes stored in another
-        collection are a document of their own here. Bytes already in
-        ``collection`` from the same path are a no-op (``"unchanged"``); new
-        bytes at a known path of the collection replace the old document
-        (``"replaced"``). Bytes already stored in it from another path get
-        ``"new_source"`` (the path is recorded as another source of that
-        document, ``reason`` names the stored one); files in folders that
-        are not documents get ``"skipped"`` (see :func:`~pilar.ingest.files.select_files`; they
-        come first in the list and are not passed to ``progress``).
-        Documents a crash left unfinished are removed first (:meth:`recover`).
-        With ``ray`` (a Ray cluster address or ``auto``; extra ``pilar[ray]``)
-        parse and embed run as Ray tasks
-        (:func:`pilar.scale_out.ray_parse_many`) and this process only stores.
-
-        ``on_page(path, done, total)`` is called as a PDF's pages are parsed,
-        in this process (``workers=0``) or in a worker process; on Ray,
-        progress is per file only (``progress``).
+        within the parse budgets (``PILAR_PARSE_MEMORY_BYTES``,
+        ``PILAR_PARSE_SECONDS``; :mod:`pilar.ingest.parallel`); this process,
+        the one writer, embeds several documents per call and stores each
+        document as one unit (:mod:`pilar.writes`); with ``ray`` (a cluster
+        address or ``auto``; extra ``pilar[ray]``) parse and embed run as Ray
+        tasks (:func:`pilar.scale_out.ray_parse_many`). A file that fails
+        gets ``status="failed"`` and a one-line ``reason``; the rest go on.
+        A document belongs to one collection. Bytes already in
+        ``collection`` from the same path are ``"unchanged"``; new bytes at a
+        known path ``"replaced"`` (the old document removed); the same bytes
+        from another path ``"new_source"`` (``reason`` names the stored
+        one); files in folders that are not documents ``"skipped"``
+        (:func:`~pilar.ingest.files.select_files`; listed first, not passed
+        to ``progress``). Documents a crash left unfinished are removed
+        first (:meth:`recover`).
 
         Raises ``ValueError`` for a ``collection`` that is no collection name
         (:func:`~pilar.model.check_collection`; the empty one included),
@@ -181,8 +163,7 @@ class Pilar:
         self.recover()
         files, skipped = select_files(paths)
         results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
-        run = IngestRun(self.writer, self.embedder, self.settings, files, collection)
-        return results + run.run(progress, workers, ray, on_page)
+        return results + self._run(files, collection).run(progress, workers, ray, on_page)
 
     def recover(self) -> list[str]:
         """Remove the documents a crashed write left ``pending`` or
@@ -192,21 +173,15 @@ class Pilar:
 
     def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
                     on_page: PageProgress | None = None) -> IngestResult:
-        """Ingest one file into ``collection``, parsed in one worker process
-        within the parse budgets (``PILAR_PARSE_MEMORY_BYTES``,
-        ``PILAR_PARSE_SECONDS``; :mod:`pilar.ingest.parallel`), never in this
-        process, whatever ``PILAR_WORKERS`` says: the server's ingest jobs
-        call this, and a hostile file must not take the server down. Never
-        raises for bad input (see :meth:`ingest`). A document of the same
-        bytes that a crash left unfinished is removed and written afresh.
-        ``on_page(done, total)`` is called as a PDF's pages are parsed.
-
-        Raises ``ValueError`` for a ``collection`` that is no collection
-        name and :class:`~pilar.errors.ConfigError` for a bad setting."""
-        check_collection(collection)
+        """Ingest one file into ``collection`` as :meth:`ingest` does, always
+        parsed in one worker process within the parse budgets, whatever
+        ``PILAR_WORKERS`` says (a hostile file must not take a server down);
+        never raises for bad input. A document of the same bytes that a crash
+        left unfinished is removed and written afresh. ``on_page(done,
+        total)`` as a PDF's pages are parsed. Raises ``ValueError`` for a ``collection`` that is no
+        collection name and :class:`~pilar.errors.ConfigError` for a bad setting."""
         pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
-        run = IngestRun(self.writer, self.embedder, self.settings, [Path(path)], collection)
-        return run.run(None, 1, on_page=pages)[0]
+        return self._run([Path(path)], collection).run(None, 1, on_page=pages)[0]
 
     def ingest_job(self, files: list[Path], collection: str, progress: Progress | None = None,
                    stop: threading.Event | None = None,
@@ -214,24 +189,20 @@ class Pilar:
         """Ingest ``files`` (exactly as listed: no folder walked, none
         dropped) into ``collection`` as :meth:`ingest` does, for the
         server's ingest worker (:mod:`pilar.api.ingest_service`): always in
-        worker processes within the parse budgets (at least one, whatever
-        ``PILAR_WORKERS`` says), embedding several documents per call,
-        this process the one writer; with ``PILAR_RAY_ADDRESS`` set, parse
-        and embed run as Ray tasks on that cluster instead
-        (:func:`pilar.scale_out.ray_parse_many`, as ``pilar ingest --ray``),
-        within the parse budgets on each Ray worker. Results come in input order, each
-        passed to ``progress`` as it is stored; once ``stop`` is set no
-        further file is begun (the results are a prefix of ``files``); once
-        ``cancel`` is set :class:`~pilar.errors.IngestCancelled` is raised
-        (what ``progress`` was given is stored whole, nothing else written).
+        worker processes (at least one), or with ``PILAR_RAY_ADDRESS`` set as
+        Ray tasks on that cluster (:func:`pilar.scale_out.ray_parse_many`, as
+        ``pilar ingest --ray``). Once ``stop`` is set no further file
+        is begun (the results are a prefix of ``files``); once ``cancel`` is
+        set :class:`~pilar.errors.IngestCancelled` is raised (what
+        ``progress`` was given is stored whole, nothing else written).
+        Raises as :meth:`ingest_file` does."""
+        return self._run(list(files), collection).run(
+            progress, self.settings.workers or None, self.settings.ray_address or None,
+            stop=stop, cancel=cancel)
 
-        Raises ``ValueError`` for a ``collection`` that is no collection
-        name and :class:`~pilar.errors.ConfigError` for a bad setting."""
+    def _run(self, files: list[Path], collection: str) -> IngestRun:
         check_collection(collection)
-        workers = self.settings.workers or None
-        run = IngestRun(self.writer, self.embedder, self.settings, list(files), collection)
-        return run.run(progress, workers, self.settings.ray_address or None, stop=stop,
-                       cancel=cancel)
+        return IngestRun(self.writer, self.embedder, self.settings, files, collection)
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,
@@ -282,18 +253,8 @@ class Pilar:
     def require_scope(self, scope: Scope) -> None:
         """Raise :class:`~pilar.errors.UnknownScopeError` unless every
         collection and document id of ``scope`` holds a stored document
-        within the rest of it."""
-        if scope.unlimited:
-            return
-        names = list(scope.collections) if scope.collections is not None else None
-        stored = self.graph.documents(list(scope.doc_ids) if scope.doc_ids else None,
-                                      collections=names)
-        if scope.collections and (absent := [c for c in scope.collections
-                                             if c not in {d.collection for d in stored}]):
-            raise UnknownScopeError(unknown_scope(absent, [], True))
-        if scope.doc_ids is not None and (absent := [
-                d for d in scope.doc_ids if d not in {doc.doc_id for doc in stored}]):
-            raise UnknownScopeError(unknown_scope([], absent, scope.collections is not None))
+        within the rest of it (:func:`pilar.query.require_scope`)."""
+        require_scope(scope, self.graph.documents)
 
     def ask(self, question: str, budget: int | None = None, k: int | None = None,
             profile: str | None = None, collections: list[str] | None = None,
@@ -317,39 +278,17 @@ class Pilar:
         :meth:`search` raises."""
         budget = self.query(question, budget, k, profile, collections, doc_ids).budget
         self.reader  # noqa: B018 - no reader: say so before retrieving
-        hit = self.search(question, budget=self._text_budget(budget), k=k, profile=profile,
-                          collections=collections, doc_ids=doc_ids)
-        return self._read(question, hit.packet, budget, stream)
+        hit = self.search(question, budget=self.reader.text_budget(budget), k=k,
+                          profile=profile, collections=collections, doc_ids=doc_ids)
+        return self._reply(question, hit.packet, budget, stream)
 
-    def _text_budget(self, budget: int) -> int:
-        """The packet's share of ``budget`` (tokens): all of it, or without
-        ``PILAR_READER_IMAGE_SHARE`` when crops go to a VLM reader."""
-        s = self.settings
-        if s.reader_images:
-            return max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
-        return budget
+    def _reply(self, question: str, packet: Packet, budget: int,
+               stream: bool = False) -> "Answer | AnswerStream":
+        def supports(ids: list[str]) -> dict[str, list[Support]]:
+            return {pid: m[0] for pid, m in self.pages.material(ids).items()}
 
-    def _read(self, question: str, packet: Packet, budget: int,
-              stream: bool = False) -> "Answer | AnswerStream":
-        """The reader's answer from ``packet`` (built within
-        :meth:`_text_budget` of ``budget``), with crops in the rest of the
-        budget when ``PILAR_READER_IMAGES`` is on (see :meth:`ask`)."""
-        reader = self.reader
-        s = self.settings
-        text_budget = self._text_budget(budget)
-        context = reader.context(packet, text_budget)
-        images = []
-        if s.reader_images:
-            from pilar.reader.images import crops
-
-            page_ids = list(dict.fromkeys(item.page_id for item in context.items))
-            material = self._page_material(page_ids)
-            docs = {d.doc_id: d for d in self.graph.documents(
-                list(dict.fromkeys(item.citation.doc_id for item in context.items)))}
-            images = crops(context, {pid: m[0] for pid, m in material.items()}, docs, s,
-                           budget - context.tokens)
-        return reader.stream(question, context, images) if stream else reader.answer(
-            question, context, images)
+        return self.reader.reply(question, packet, budget, supports, self.graph.documents,
+                                 stream)
 
     def evaluate(self, questions: str | Path | list[Question], budget: int | None = None,
                  k: int | None = None, profile: str | None = None, limit: int | None = None,
@@ -379,92 +318,20 @@ class Pilar:
         if reader:
             self.reader  # noqa: B018 - no reader: say so before the first question
         retriever = self.retriever(profile)
-        notes = []
-        source = "questions"
-        if isinstance(questions, (str, Path)):
-            source = str(questions)
-            questions, notes = load_questions(questions, limit)
-        elif limit is not None:
-            questions = questions[:limit]
-        if not reader:
-            notes.append("EM, ANLS and citation support need answers: evaluate with a reader "
-                         "(reader=True, `pilar eval --reader`)")
-        failures: list[str] = []
-        text_budget = self._text_budget(budget) if reader else budget
-
-        def method(q: Question) -> Retrieved:
-            pages = retriever.search(q.question, max(k, RANK_DEPTH),
-                                     None if scope.unlimited else scope)
-            packet = self.pack(q.question, pages[:k], text_budget)
-            got = Retrieved(pages, packet.text)
-            if reader:
-                try:
-                    answer = self._read(q.question, packet, budget)
-                except LLMError as exc:
-                    failures.append(f"{q.qid}: {exc}")
-                else:
-                    got.prediction = answer.short
-                    got.cited = [c.text for c in answer.citations]
-            return got
-
-        report = evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
-                          profile=profile, progress=progress,
-                          notes=notes,
-                          prepare=lambda batch: self.embedder.prime([q.question for q in batch]),
-                          batch=QUERY_CACHE // 2)
-        if failures:
-            report.notes.append(f"the reader failed on {len(failures)} question(s), left out "
-                                f"of EM, ANLS and citation support; first: {failures[0]}")
-        return report
+        method = SearchMethod(
+            lambda q, depth: retriever.search(q, depth, None if scope.unlimited else scope),
+            self.pack, k, self.reader.text_budget(budget) if reader else budget,
+            (lambda q, packet: self._reply(q, packet, budget)) if reader else None)
+        return evaluate_search(
+            questions, method, budget=budget, k=k, profile=profile, limit=limit,
+            progress=progress, batch=QUERY_CACHE // 2,
+            prepare=lambda batch: self.embedder.prime([q.question for q in batch]))
 
     def pack(self, question: str, pages: list[RankedPage], budget: int,
              use_units: bool = True) -> Packet:
-        """The packet for already ranked ``pages`` (see :func:`pilar.packing.packet.assemble`)."""
-        ids = [p.page_id for p in pages]
-        material = self._page_material(ids)
-        evidence = {p.page_id: PageEvidence(p, material[p.page_id][0]) for p in pages}
-        selected, tables = [], {}
-        if use_units:
-            anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
-            selected = self.selector.select(question, anchors, [p.score for p in pages], budget,
-                                            frozenset(s for p in pages for s in p.bridging))
-            tables = self.selector.tables([u for _, u in anchors])
-        s = self.settings
-        return assemble(question, pages, evidence, selected, self.tokens, budget,
-                        base_share=s.base_share, max_expanded=s.max_expanded_pages,
-                        item_tokens=s.item_tokens, block_tokens=s.block_tokens,
-                        use_units=use_units, tables=tables,
-                        whole_table_share=s.whole_table_share, neighbours=s.neighbour_rows)
-
-    def _page_material(self, page_ids: list[str]) -> dict[str, tuple[list[Support], list[Unit]]]:
-        """``{page_id: (supports, units)}`` in document order, from an LRU of
-        :data:`PAGE_CACHE` pages (the rest read in one query, units with their
-        ingest-time statistics, filled now when missing,
-        :func:`~pilar.packing.statistics.refresh_stats`): units are
-        query-independent and may be cached per page (Tessera §3.2), and pages are content-addressed (a
-        doc_id derives from the SHA-256 of the bytes and the collection), so a cached page stays valid.
-        Ingesting or deleting through this object empties the cache. Safe
-        under threads (the store reads run outside the cache's lock)."""
-        cache = self._pages
-        with self._pages_lock:
-            out = {pid: cache[pid] for pid in page_ids if pid in cache}
-        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in out]
-        if missing:
-            read = self.graph.page_material(missing)
-            refresh_stats([u for pid in missing for u in read[pid][1]], self.tokens,
-                          self.graph.set_unit_stats)
-            out.update(read)
-        with self._pages_lock:
-            for pid in page_ids:
-                cache[pid] = out[pid]
-                cache.move_to_end(pid)
-            while len(cache) > PAGE_CACHE:
-                cache.popitem(last=False)
-        return {pid: out[pid] for pid in page_ids}
-
-    def _drop_page_cache(self) -> None:
-        with self._pages_lock:
-            self._pages.clear()
+        """The packet for already ranked ``pages`` (:meth:`pilar.packing.packer.Packer.pack`)."""
+        material = self.pages.material([p.page_id for p in pages])
+        return self.packer.pack(question, pages, material, budget, use_units)
 
     # -- exploration -----------------------------------------------------------
     def page(self, page_id: str) -> tuple[Page, list[Support]] | None:
@@ -478,7 +345,7 @@ class Pilar:
         """``{support_id: column headers}`` of the table rows on page
         ``page_id``: the header path of each cell, as the row's evidence unit
         carries them (Tessera §3.3; a key-value row's key); empty without rows."""
-        units = self._page_material([page_id])[page_id][1]
+        units = self.pages.material([page_id])[page_id][1]
         return {u.support_id: u.headers for u in units if u.kind == "row"}
 
     def entities(self, query: str, limit: int = 20,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -33,7 +34,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticCustomError
 
 from pilar.config import MIN_BUDGET, PROFILES, Settings
-from pilar.model import COLLECTION_PATTERN, Scope, check_collection
+from pilar.errors import UnknownScopeError
+from pilar.model import COLLECTION_PATTERN, Document, Scope, check_collection
 
 MAX_IDS = 1000
 """Most document ids or collections one request may name."""
@@ -173,6 +175,24 @@ def unknown_scope(collections: list[str], doc_ids: list[str], named: bool) -> st
     where = " in the collections given" if named else ""
     return (f"no document with id{'s' * (len(doc_ids) > 1)} {', '.join(map(repr, doc_ids))}"
             f"{where}: list them with `pilar docs` or GET /v1/documents")
+
+
+def require_scope(scope: Scope, documents: Callable[..., list[Document]]) -> None:
+    """Raise :class:`~pilar.errors.UnknownScopeError` (:func:`unknown_scope`)
+    unless every collection and document id of ``scope`` holds a stored
+    document within the rest of it; ``documents(doc_ids, collections=...)``
+    lists the stored documents (the graph's, one read). Nothing is read for
+    an unlimited scope."""
+    if scope.unlimited:
+        return
+    names = list(scope.collections) if scope.collections is not None else None
+    stored = documents(list(scope.doc_ids) if scope.doc_ids else None, collections=names)
+    if scope.collections and (absent := [c for c in scope.collections
+                                         if c not in {d.collection for d in stored}]):
+        raise UnknownScopeError(unknown_scope(absent, [], True))
+    if scope.doc_ids is not None and (absent := [
+            d for d in scope.doc_ids if d not in {doc.doc_id for doc in stored}]):
+        raise UnknownScopeError(unknown_scope([], absent, scope.collections is not None))
 
 
 def _collection(name: str) -> str:

@@ -7,15 +7,25 @@ sqlite | elasticsearch). When both roles are embedded they share one
 one SQLite transaction; with separate servers the facade's write protocol
 (DESIGN.md "Graph": index first, then the graph, whose Document ``status``
 is the visibility switch) keeps a document either fully visible or not at all.
+
+:class:`PageCache` keeps the packing material of recently read pages in
+front of the graph; the writer empties it (its ``clear`` is the writer's
+change callback).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pilar.config import Settings
 from pilar.db import SqliteDatabase
 from pilar.errors import ConfigError
+from pilar.model import Support, Unit
+from pilar.packing.statistics import refresh_stats
+from pilar.packing.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from pilar.graph import GraphStore
@@ -52,6 +62,62 @@ def open_stores(settings: Settings, create: bool = True) -> tuple[GraphStore, Pa
                 store.close()
         raise
     return graph, index
+
+
+PAGE_CACHE = 1024
+"""Pages whose supports and units a :class:`PageCache` keeps in memory for packing."""
+
+
+class PageCache:
+    """An LRU of ``size`` pages' packing material in front of ``graph``;
+    ``counter()`` gives the token counter whose statistics units must carry
+    (called on the first read, so no tokenizer loads before one)."""
+
+    def __init__(self, graph: GraphStore, counter: Callable[[], TokenCounter],
+                 size: int = PAGE_CACHE):
+        self.graph = graph
+        self.counter = counter
+        self.size = size
+        self._pages: OrderedDict[str, tuple[list[Support], list[Unit]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, page_id: str) -> bool:
+        return page_id in self._pages
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    def material(self, page_ids: list[str]) -> dict[str, tuple[list[Support], list[Unit]]]:
+        """``{page_id: (supports, units)}`` in document order, the pages not
+        cached read in one query (units with their ingest-time statistics,
+        filled now when missing, :func:`~pilar.packing.statistics.refresh_stats`):
+        units are query-independent and may be cached per page (Tessera
+        §3.2), and pages are content-addressed (a doc_id derives from the
+        SHA-256 of the bytes and the collection), so a cached page stays
+        valid until a write through this object's owner calls :meth:`clear`.
+        Safe under threads (the store reads run outside the cache's lock).
+        Raises ``KeyError`` for a page the graph does not hold."""
+        cache = self._pages
+        with self._lock:
+            out = {pid: cache[pid] for pid in page_ids if pid in cache}
+        missing = [pid for pid in dict.fromkeys(page_ids) if pid not in out]
+        if missing:
+            read = self.graph.page_material(missing)
+            refresh_stats([u for pid in missing for u in read[pid][1]], self.counter(),
+                          self.graph.set_unit_stats)
+            out.update(read)
+        with self._lock:
+            for pid in page_ids:
+                cache[pid] = out[pid]
+                cache.move_to_end(pid)
+            while len(cache) > self.size:
+                cache.popitem(last=False)
+        return {pid: out[pid] for pid in page_ids}
+
+    def clear(self) -> None:
+        """Forget every cached page (after a write or delete)."""
+        with self._lock:
+            self._pages.clear()
 
 
 def _open_graph(settings: Settings, db: SqliteDatabase | None) -> GraphStore:

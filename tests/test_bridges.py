@@ -211,3 +211,22 @@ def test_a_hop_keeps_chains_through_lookup_pages_beside_the_best_ends():
     assert [c.pages[-1] for c in kept] == ["end1", "end2", "register"]
     assert [c.pages[-1] for c in keep_chains(chains, end, beam=3, paths=0)] == [
         "end1", "end2", "end3"]
+
+
+def test_a_page_naming_a_label_and_a_code_the_question_gives_starts_a_chain(shared_data: Path,
+                                                                            tmp_path: Path):
+    """The particulars name both "Call sign" (a field label, on every ship's
+    sheet) and VQAR7: the page is reached through the call sign's value, so
+    it starts the chain to the register that lists the ship's IMO number."""
+    p = Pilar(home=tmp_path)
+    names = ["corvassa_ardent_particulars", "hcs_class_register_extract",
+             "corvassa_argent_particulars", "baltrane_vireo_particulars"]
+    assert {r.status for r in p.ingest([shared_data / "multihop2" / f"{n}.html"
+                                        for n in names])} == {"ingested"}
+    question = "When is the next special survey due for the ship with call sign VQAR7?"
+    _, _, reached, _ = p.retriever("multi-hop")._reached(question)
+    ardent = next(d.doc_id for d in p.docs() if d.uri.endswith(names[0] + ".html")) + ":1"
+    assert reached["mention"][ardent][0] == "entity:code:vqar7"  # not "Call sign"
+    hit = p.search(question, budget=1024, k=3, profile="multi-hop")
+    assert [Path(x.source).stem for x in hit.pages[:2]] == names[:2]
+    assert "9811427 (unit of corvassa_ardent_particulars)" in hit.pages[1].trace["bridge_path"]

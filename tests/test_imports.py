@@ -16,7 +16,7 @@ LAYERS = [
     ("eval",), ("reader",), ("packing",), ("retrieval",), ("graph",), ("ingest",),
     ("llm", "db", "migrations"),
     ("query",),
-    ("model", "answers", "config", "errors"),
+    ("model", "answers", "config", "errors", "parts"),
 ]
 """pilar's top-level modules from the top (faces) down (records); a module
 may import those of its own layer and the layers below, never above."""

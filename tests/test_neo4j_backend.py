@@ -61,7 +61,7 @@ def test_a_search_reads_the_graph_in_a_few_queries(on_neo4j: Pilar, tmp_path, mo
         return execute_query(query, *args, **kwargs)
 
     monkeypatch.setattr(on_neo4j.graph.driver, "execute_query", counted)
-    on_neo4j._pages.clear()  # the page cache would serve supports and units
+    on_neo4j.pages.clear()  # the page cache would serve supports and units
     hit = on_neo4j.search(q, k=10)
     assert 4 <= len(queries) <= 5, queries
     cold = len(queries)

@@ -140,10 +140,10 @@ def test_page_cache_is_emptied_by_delete(tmp_path):
     p = Pilar(home=tmp_path)
     [result] = p.ingest(CORPUS / "204-541.html")
     first = p.search("what is the tallest building in kanpur?", budget=512).packet.text
-    assert f"{result.doc_id}:1" in p._pages
+    assert f"{result.doc_id}:1" in p.pages
     assert p.search("what is the tallest building in kanpur?", budget=512).packet.text == first
     assert p.delete(result.doc_id)
-    assert not p._pages
+    assert len(p.pages) == 0
     with pytest.raises(EmptyStoreError):
         p.search("what is the tallest building in kanpur?", budget=512)
 
@@ -441,13 +441,13 @@ def test_a_sequence_cue_brings_the_rows_beside_the_row_the_question_names(store:
     assert [u.unit_id for u in neighbour_units(q3, better + [(1, u) for u in rows],
                                                rows)] == ["b3", "b5", "b1"]
     # in selection they lead, above the named row, within the cue limit of the budget
-    chosen = [s.unit.unit_id for s in store.selector.select(q, [(0, u) for u in rows],
-                                                            budget=1024)]
+    selector = store.packer.selector
+    chosen = [s.unit.unit_id for s in selector.select(q, [(0, u) for u in rows], budget=1024)]
     assert chosen[:2] == ["m3", "m5"] and "m4" in chosen[:5]
     plain = UnitSelector(store.embedder, lambda ids: {}, cues=False).select(
         q, [(0, u) for u in rows])
     assert [s.unit.unit_id for s in plain][0] == "m4"
-    assert store.selector.select(q, [(0, u) for u in rows], budget=255)[0].unit.unit_id == "m4"
+    assert selector.select(q, [(0, u) for u in rows], budget=255)[0].unit.unit_id == "m4"
 
 
 @pytest.mark.parametrize("stem, question, answer", [
@@ -458,7 +458,7 @@ def test_a_sequence_cue_brings_the_rows_beside_the_row_the_question_names(store:
 def test_rows_named_by_position_or_extreme_value_are_selected_first(store: Pilar, stem, question,
                                                                     answer):
     units = page_units(store, stem)
-    chosen = store.selector.select(question, [(0, u) for u in units])
+    chosen = store.packer.selector.select(question, [(0, u) for u in units])
     assert answer in chosen[0].unit.text or answer in chosen[1].unit.text
     assert any(answer in s.unit.text for s in chosen[:2] if s.unit.kind == "row")
     plain = UnitSelector(store.embedder, store.index.unit_vectors, cues=False)

@@ -21,6 +21,7 @@ from pilar.ingest import parse
 from pilar.llm import Endpoint
 from pilar.model import Citation, Document, Packet, PacketItem
 from pilar.packing.tokens import TokenCounter
+from pilar.reader import Reader
 from pilar.reader.citations import cited_numbers, read_answer, short_answer
 from pilar.reader.images import crops, image_tokens, resize
 from pilar.reader.prompt import NOT_IN_EVIDENCE, SYSTEM, marked, messages, numbered
@@ -128,6 +129,15 @@ def test_reader_endpoint_needs_a_server_and_takes_overrides(tmp_path):
     assert named.model == "qwen"
 
 
+def test_the_packet_gets_the_budget_less_the_crops_share(tmp_path, counter):
+    server = {"home": tmp_path, "llm_base_url": "http://h:1/v1", "llm_model": "m1"}
+    text_only = Reader(Settings(**server), counter)
+    assert text_only.text_budget(4000) == 4000
+    vlm = Reader(Settings(**server, reader_images=True, reader_image_share=0.25), counter)
+    assert vlm.text_budget(4000) == 3000
+    assert vlm.text_budget(40) == 32  # never below MIN_BUDGET
+
+
 def test_ask_without_a_reader_says_so_before_retrieving(tmp_path):
     from pilar import Pilar
 
@@ -222,8 +232,6 @@ def test_crops_of_cited_tables_and_figures_fit_the_room(tmp_path):
     ("text_timeout", LLMTimeoutError, "timed out after 0.5 s"),
 ])
 def test_reader_failures_raise_one_kind(tmp_path, counter, scenario, kind, line):
-    from pilar.reader import Reader
-
     with StubOpenAI() as stub:
         settings = Settings(home=tmp_path, llm_base_url=stub.base_url, llm_model=scenario,
                             llm_max_retries=1, llm_timeout=0.5)

@@ -374,3 +374,118 @@ def test_unruled_header_line_above_the_aligned_rows_is_the_header_row(suffix):
                             "State: Total | Population: 55,441 | Enrolled: 18,990"]
     assert [u.text for u in parsed.units if u.kind == "paragraph"] == [
         "School enrolment in the autumn census.", "Blank: not reported."]
+
+
+def test_ruled_columns_rows_run_together_are_split_by_the_key_column():
+    # kind 5: rules under the header, around three rows and above the total
+    # only; the rows between run together in one cell per column
+    parsed = parse(SHAPES / "merged_rows.pdf")
+    [grid] = parsed.tables
+    assert grid.header_paths == [("State",), ("Permit",), ("Handgun",), ("Long gun",),
+                                 ("Totals",)]
+    got = rows(parsed)
+    assert len(got) == 13
+    assert got[3] == "State: Arkansas | Permit: 12,012 | Handgun: 9,410 | Long gun: 10,843 | " \
+                     "Totals: 32,265"
+    # a state name wrapped onto two lines stays one row
+    assert got[8] == "State: District of / Columbia | Permit: 203 | Handgun: 317 | " \
+                     "Long gun: 21 | Totals: 541"
+    assert got[11] == "State: Hawaii | Permit: 0 | Handgun: 1,322 | Long gun: 1,075 | Totals: 2,397"
+    units = [u for u in parsed.units if u.kind == "row"]
+    for c in range(1, 5):  # the column totals add up again
+        values = [int(u.cells[c].replace(",", "")) for u in units]
+        assert sum(values[:-1]) == values[-1]
+
+
+def test_columns_set_apart_by_white_space_inside_a_ruled_table():
+    # kind 7: a vertical rule after the label column only
+    # (page 1 framed, page 2 open at the sides)
+    parsed = parse(SHAPES / "mixed.pdf")
+    assert [g.header_paths for g in parsed.tables] == [
+        [("Station",), ("Min (C)",), ("Max (C)",), ("Rain (mm)",), ("Wind (m/s)",)]] * 2
+    got = rows(parsed)
+    assert got[0] == "Station: Harbour | Min (C): 12.4 | Max (C): 18.9 | Rain (mm): 31 | " \
+                     "Wind (m/s): 4.2"
+    assert got[5] == "Station: Ashby Moor | Min (C): 7.9 | Max (C): 14.0 | Rain (mm): 61 | " \
+                     "Wind (m/s): 3.1"
+    assert got == got[:6] * 2
+    assert [u.page for u in parsed.units if u.kind == "row"] == [1] * 6 + [2] * 6
+
+
+def test_borderless_statement_keeps_amounts_under_their_years_and_labels_in_their_outline():
+    # kind 9: indented labels, right-aligned amounts, "$" apart, a period
+    # header centred over both years, headings without amounts
+    parsed = parse(SHAPES / "statement.pdf")
+    grid, sheet = parsed.tables
+    assert grid.header_paths == [(), ("Year ended June 30", "2025"),
+                                 ("Year ended June 30", "2024")]
+    units = {(u.context[-1], u.cells[0]): u for u in parsed.units
+             if u.kind == "row" and u.page == 1}
+    assert len(units) == 14  # headings are group rows, not units
+    products = units[("Cost of sales", "Products")]
+    assert products.completed_text.split(" | ", 1)[1] == \
+        "Products | Year ended June 30 > 2025: 5,120 | Year ended June 30 > 2024: 4,877"
+    assert units[("Net sales", "Products")].cells[1:] == ("$8,412", "$7,905")
+    assert units[("Net sales", "Total net sales")].cells[1:] == ("10,730", "9,899")
+    assert units[("Operating expenses", "Restructuring")].cells[1:] == ("(35)", "112")
+    # a label wrapped onto the line of its amounts is one label, no heading
+    assert units[("Operating expenses", "Selling, general and administrative expenses")
+                 ].cells[1:] == ("1,097", "1,020")
+    # a total back at the headings' indent is outside them
+    top = [u for u in parsed.units if u.kind == "row" and u.page == 1 and u.context[-1] not in (
+        "Net sales", "Cost of sales", "Operating expenses")]
+    assert [u.cells for u in top] == [("Gross profit", "4,804", "4,291"),
+                                      ("Operating income", "2,300", "1,841"),
+                                      ("Other income (expense), net", "(48)", "27"),
+                                      ("Net income", "$2,252", "$1,868")]
+    assert grid.row_kinds.count("group") == 3
+    # page 2: three levels, a notes column, spaces between thousands, leaders
+    assert sheet.header_paths == [(), ("Note",), ("2023",), ("2022",), ("2021",)]
+    assert [(u.context[-1], u.completed_text.split(" | ", 1)[1]) for u in parsed.units
+            if u.kind == "row" and u.page == 2][:1] == [
+        ("Assets > Current assets",
+         "Cash and cash equivalents | Note: 4 | 2023: 1 204.5 | 2022: 998.1 | 2021: 1 010.0")]
+    assert [u.cells for u in parsed.units if u.kind == "row" and u.page == 2][-1] == (
+        "Total assets", "6 492.1", "5 995.8", "5 726.7")
+
+
+ROUTES = ["Route: Harbour loop | Stops: 14 | Length (km): 11.2 | Weekday trips: 96",
+          "Route: Quarry line | Stops: 22 | Length (km): 18.7 | Weekday trips: 64",
+          "Route: Millbrook express | Stops: 6 | Length (km): 9.4 | Weekday trips: 120",
+          "Route: West Fen circular | Stops: 17 | Length (km): 13.0 | Weekday trips: 48",
+          "Route: Ashby shuttle | Stops: 4 | Length (km): 3.1 | Weekday trips: 150"]
+
+
+def test_unruled_table_on_a_turned_page_and_turned_on_its_page():
+    # kind 6: page 1 has /Rotate 90 over upright content; page 2 draws the
+    # table sideways on a page without /Rotate
+    parsed = parse(SHAPES / "rotated.pdf")
+    assert [g.header_paths for g in parsed.tables] == [
+        [("Route",), ("Stops",), ("Length (km)",), ("Weekday trips",)]] * 2
+    units = [u for u in parsed.units if u.kind == "row"]
+    assert rows(parsed) == ROUTES * 2
+    assert [u.page for u in units] == [1] * 5 + [2] * 5
+    # bboxes are given in the page as displayed (portrait A4 both)
+    for u in units:
+        box = next(s for s in parsed.supports if s.support_id == u.support_id).provenance.bbox
+        assert 0 <= box[0] < box[2] <= 595.5 and 0 <= box[1] < box[3] <= 842.5
+
+
+def test_right_to_left_table_reads_cells_in_order_and_columns_from_the_right():
+    # kind 8: Hebrew (page 1) and Arabic (page 2), the first column on the
+    # right, two-word cells; the Arabic figures right-aligned cut through by
+    # the text finder
+    parsed = parse(SHAPES / "rtl.pdf")
+    grid, arabic = parsed.tables
+    assert grid.header_paths == [("עיר",), ("תושבים",), ("שטח בקמ״ר",), ("בתי ספר",)]
+    assert arabic.header_paths == [("المدينة",), ("السكان",), ("المساحة كم",), ("المدارس",)]
+    assert rows(parsed)[5:] == [
+        "المدينة: عمان | السكان: 4,061,150 | المساحة كم: 1,680 | المدارس: 312",
+        "المدينة: إربد | السكان: 2,003,800 | المساحة كم: 1,572 | المدارس: 208",
+        "المدينة: الزرقاء | السكان: 1,581,000 | المساحة كم: 4,761 | المدارس: 190"]
+    assert rows(parsed)[:5] == [
+        "עיר: חיפה | תושבים: 285,300 | שטח בקמ״ר: 63.7 | בתי ספר: 112",
+        "עיר: באר שבע | תושבים: 214,200 | שטח בקמ״ר: 117.5 | בתי ספר: 98",
+        "עיר: נתניה | תושבים: 228,100 | שטח בקמ״ר: 29.0 | בתי ספר: 87",
+        "עיר: ראשון לציון | תושבים: 260,500 | שטח בקמ״ר: 58.7 | בתי ספר: 104",
+        "עיר: אשדוד | תושבים: 226,800 | שטח בקמ״ר: 47.2 | בתי ספר: 91"]

@@ -83,7 +83,7 @@ def test_bm25_from_postings_is_bm25_over_the_texts(ingested: Pilar):
         assert np.array_equal(got, want) and got_idf == want_idf
     assert bm25_of_postings(["x"], [])[0].shape == (0,)
     plain = [u for us in by_page.values() for u in us]
-    tables = ingested.selector.tables(plain)
+    tables = ingested.packer.selector.tables(plain)
     assert tables == tables_of(plain) and list(tables) == list(tables_of(plain))
     assert sum(map(len, tables.values())) == sum(u.kind == "row" for u in plain) > 20
 

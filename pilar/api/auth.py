@@ -125,9 +125,9 @@ _bearer = HTTPBearer(auto_error=False, description="an entry of PILAR_API_KEYS")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="an entry of PILAR_API_KEYS")
 
 
-def access(request: Request,
-           bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
-           header: str | None = Depends(_header)) -> Access:
+async def access(request: Request,
+                 bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+                 header: str | None = Depends(_header)) -> Access:
     """FastAPI dependency: the caller's :class:`Access`; 401 when keys are on
     and none matches."""
     keyring: Keyring = request.app.state.keyring
@@ -137,7 +137,7 @@ def access(request: Request,
     return found
 
 
-def unlimited(caller: Access = Depends(access)) -> Access:
+async def unlimited(caller: Access = Depends(access)) -> Access:
     """FastAPI dependency: 403 unless the key sees every collection (Cypher)."""
     if not caller.unlimited:
         raise HTTPException(403, "this route needs a key that is not limited to collections")

@@ -1,4 +1,8 @@
-"""FastAPI dependencies shared by the routers: the facade, the server paths and the caller."""
+"""FastAPI dependencies shared by the routers: the facade, the server paths and the caller.
+
+They are ``async``: none of them blocks, and FastAPI runs a plain ``def``
+dependency on the thread pool, where it would wait its turn behind the
+searches (``PILAR_API_THREADS`` per process)."""
 
 from __future__ import annotations
 
@@ -13,12 +17,12 @@ from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import caller_id
 
 
-def get_pilar(request: Request) -> Pilar:
+async def get_pilar(request: Request) -> Pilar:
     """The :class:`Pilar` the app was built with."""
     return request.app.state.pilar
 
 
-def get_paths(request: Request) -> ServerPaths:
+async def get_paths(request: Request) -> ServerPaths:
     """The server's ingest roots and upload folder (:class:`ServerPaths`)."""
     return request.app.state.paths
 
@@ -31,7 +35,7 @@ Unlimited = Annotated[Access, Depends(unlimited)]
 """A caller whose key sees every collection (403 otherwise)."""
 
 
-def owner(request: Request, caller: Access = Depends(access)) -> str:
+async def owner(request: Request, caller: Access = Depends(access)) -> str:
     """FastAPI dependency: who the request is (:func:`caller_id`: a digest of
     its key when keys are configured, else its client address): the owner
     of the jobs it submits, the unit of fair scheduling and of rate limits."""
@@ -49,7 +53,7 @@ def rate_limit(operation: str):
     ``PILAR_API_RATE_LIMIT`` for ``operation`` (authentication first, so an
     invalid key is a 401, not counted); 429 with ``Retry-After`` when over it."""
 
-    def limited(request: Request, who: str = Depends(owner)) -> None:
+    async def limited(request: Request, who: str = Depends(owner)) -> None:
         refused = request.app.state.rate_limiter.refusal(operation, who)
         if refused:
             message, wait = refused

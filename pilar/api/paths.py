@@ -16,6 +16,7 @@ file ingested with the CLI) by its file name alone.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ from pilar.api.auth import Access
 from pilar.config import Settings
 from pilar.errors import ConfigError
 from pilar.model import check_collection
+
+SHOWN_CACHE = 4096
+"""Source paths whose shown form a server keeps (:meth:`ServerPaths.shown`)."""
 
 
 class PathRefused(Exception):
@@ -83,6 +87,8 @@ class ServerPaths:
         # innermost first, so a path is shown below the closest root holding it
         self.roots = sorted(roots, key=lambda r: -len(r.path.parts))
         self.uploads = uploads.resolve()
+        # a search shows the same few sources hundreds of times (every citation)
+        self._shown = functools.lru_cache(maxsize=SHOWN_CACHE)(self._show)
 
     @classmethod
     def of(cls, settings: Settings) -> "ServerPaths":
@@ -110,7 +116,10 @@ class ServerPaths:
     def shown(self, uri: str) -> str:
         """How a stored source path is shown to a client: an upload's file
         name, a path below the innermost ingest root holding it, else the
-        file name."""
+        file name (the last :data:`SHOWN_CACHE` answers kept)."""
+        return self._shown(uri)
+
+    def _show(self, uri: str) -> str:
         path = Path(uri)
         if not path.is_relative_to(self.uploads):
             for root in self.roots:

@@ -14,6 +14,7 @@ from pilar import Pilar
 from pilar.api.auth import Access
 from pilar.errors import UnknownScopeError
 from pilar.model import Document, SearchResult
+from pilar.parts import split_page_id
 from pilar.query import query_args, unknown_scope
 
 
@@ -90,8 +91,9 @@ def job_visible(access: Access, job) -> bool:
 
 def page(pilar: Pilar, access: Access, page_id: str):
     """``(document, page, supports)`` for a page the caller may see, else None."""
-    doc_id, sep, number = page_id.rpartition(":")
-    if not sep or not number.isdigit():
+    try:
+        doc_id, _ = split_page_id(page_id)
+    except ValueError:
         return None
     doc = document(pilar, access, doc_id)
     found = pilar.page(page_id) if doc is not None else None

@@ -7,9 +7,10 @@ declared once: the same records are the REST API's eval job ``report``
 (:class:`pilar.api.models.Job`) and what ``pilar eval --json`` writes
 (:func:`report_json`).
 
-A *method* is a callable ``(Question) -> Retrieved``: pilar's search, or a
-baseline in ``bench/`` (flat chunks, page-only), so all of them are scored by
-the same code.
+A *method* is a callable ``(Question) -> Retrieved``: pilar's search
+(:class:`SearchMethod`, for :meth:`pilar.Pilar.evaluate` and ``bench/``
+alike), or a baseline in ``bench/`` (flat chunks, page-only), so all of them
+are scored by the same code.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from pydantic.dataclasses import dataclass as record
 
 from pilar.eval.metrics import (RECALL_KS, answer_figures, chain_coverage, delivered, mean_recall,
                                 mrr, recall_at_k)
-from pilar.eval.questions import Question
-from pilar.model import RankedPage
+from pilar.errors import LLMError
+from pilar.eval.questions import Question, load_questions
+from pilar.model import Answer, Packet, RankedPage
 
 RANK_DEPTH = max(RECALL_KS)
 """Pages ranked per question for recall@1..10 and MRR@10."""
@@ -47,6 +49,40 @@ class Retrieved:
 
 
 Method = Callable[[Question], Retrieved]
+
+
+@dataclass(slots=True)
+class SearchMethod:
+    """pilar's search as a :data:`Method`: ``rank(question, depth)`` gives
+    the ranked pages (at least :data:`RANK_DEPTH` asked for), the first ``k``
+    are packed by ``pack(question, pages, budget)`` within ``budget``
+    tokens; with ``read(question, packet)`` each packet is also answered,
+    and a reader that fails (:class:`~pilar.errors.LLMError`) leaves the
+    question without answer figures and a line in ``failures``."""
+
+    rank: Callable[[str, int], list[RankedPage]]
+    pack: Callable[[str, list[RankedPage], int], Packet]
+    k: int
+    budget: int
+    read: Callable[[str, Packet], Answer] | None = None
+    failures: list[str] = field(default_factory=list)
+
+    def __call__(self, q: Question) -> Retrieved:
+        return self.retrieved(q.question, self.rank(q.question, max(self.k, RANK_DEPTH)), q.qid)
+
+    def retrieved(self, question: str, pages: list[RankedPage], qid: str = "") -> Retrieved:
+        """What this method returns for ``question`` given its ranked ``pages``."""
+        packet = self.pack(question, pages[:self.k], self.budget)
+        got = Retrieved(pages, packet.text)
+        if self.read is not None:
+            try:
+                answer = self.read(question, packet)
+            except LLMError as exc:
+                self.failures.append(f"{qid}: {exc}")
+            else:
+                got.prediction = answer.short
+                got.cited = [c.text for c in answer.citations]
+        return got
 
 
 @record(slots=True)
@@ -183,6 +219,37 @@ def evaluate(questions: Sequence[Question], method: Method, *, name: str, source
     figures, counts = aggregate(rows)
     return EvalReport(name, source, budget, k, figures, counts, rows,
                       time.perf_counter() - t0, profile, list(notes))
+
+
+def evaluate_search(questions: str | Path | list[Question], method: SearchMethod, *,
+                    budget: int, k: int, profile: str | None = None,
+                    limit: int | None = None,
+                    progress: Callable[[int, int], None] | None = None,
+                    prepare: Callable[[Sequence[Question]], None] | None = None,
+                    batch: int = 128) -> EvalReport:
+    """:func:`evaluate` of pilar's search over a questions file (format in
+    :mod:`pilar.eval.questions`; ``limit``: a fixed-seed sample, bad rows
+    skipped and listed in ``notes``) or a list (``limit``: its first). The
+    notes also say when EM, ANLS and citation support were not measured
+    (no reader) and how many questions the reader failed on. Raises
+    :class:`~pilar.errors.QuestionsError` for an unreadable file."""
+    notes: list[str] = []
+    source = "questions"
+    if isinstance(questions, (str, Path)):
+        source = str(questions)
+        questions, notes = load_questions(questions, limit)
+    elif limit is not None:
+        questions = questions[:limit]
+    if method.read is None:
+        notes.append("EM, ANLS and citation support need answers: evaluate with a reader "
+                     "(reader=True, `pilar eval --reader`)")
+    report = evaluate(questions, method, name="pilar", source=source, budget=budget, k=k,
+                      profile=profile, progress=progress, notes=notes, prepare=prepare,
+                      batch=batch)
+    if method.failures:
+        report.notes.append(f"the reader failed on {len(method.failures)} question(s), left "
+                            f"out of EM, ANLS and citation support; first: {method.failures[0]}")
+    return report
 
 
 _REPORT = TypeAdapter(EvalReport)

@@ -52,9 +52,11 @@ from dataclasses import replace
 from pilar.config import Settings
 from pilar.ingest.codes import CODE_TYPE
 from pilar.ingest.names import acronym, compatible, normalise, similarity
+from pilar.ingest.quantities import (BAND_TYPE, QUANTITY_TYPE, compatible_dimensions, holds,
+                                     parse_band, parse_quantity)
 from pilar.model import DEFAULT_COLLECTION, Entity, ParsedDocument, SameAs
 
-__all__ = ["in_collection", "link_across", "link_batch", "match", "MAX_LINKS"]
+__all__ = ["in_collection", "link_across", "link_bands", "link_batch", "match", "MAX_LINKS"]
 
 MAX_LINKS = 3
 """SAME_AS links kept per new entity."""
@@ -169,6 +171,45 @@ def link_across(parsed: ParsedDocument, graph, settings: Settings | None = None
         scored.sort(key=lambda t: (-t[0], t[1]))
         links.extend(SameAs(e.entity_id, target, score, method)
                      for score, target, method in scored[:MAX_LINKS])
+    return links + link_bands(parsed, graph, set(stored))
+
+
+BAND_CANDIDATES = 200
+"""Entities read per field label when linking quantities and bands."""
+
+
+def _labelled(e: Entity) -> str:
+    """The label of a quantity or band entity: its alias ``"<label>: <name>"``."""
+    suffix = f": {e.name}"
+    return next((a[: -len(suffix)] for a in e.aliases if a.endswith(suffix)), "")
+
+
+def link_bands(parsed: ParsedDocument, graph, stored: set[str] = frozenset()) -> list[SameAs]:
+    """SAME_AS links (score 1.0, method ``band``) from each quantity entity
+    of ``parsed`` to the stored bands of its collection of a compatible
+    dimension that hold its value, and from each of its bands to the stored
+    quantities they hold (:mod:`pilar.ingest.quantities`), but for the
+    entities of ``stored`` (already in the graph: linked when they were
+    written). One candidate read per distinct label
+    (``GraphStore.entity_candidates`` on the label's words)."""
+    own = {e.entity_id for e in parsed.entities}
+    groups: dict[tuple[str, str], list[Entity]] = {}
+    for e in parsed.entities:
+        if e.type in (QUANTITY_TYPE, BAND_TYPE) and e.entity_id not in stored \
+                and (label := _labelled(e)):
+            groups.setdefault((e.type, label), []).append(e)
+    links = []
+    for (type_, label), group in groups.items():
+        wanted = BAND_TYPE if type_ == QUANTITY_TYPE else QUANTITY_TYPE
+        for c in graph.entity_candidates(label, BAND_CANDIDATES, [parsed.document.collection]):
+            if c.type != wanted or c.entity_id in own or \
+                    not compatible_dimensions(label, _labelled(c)):
+                continue
+            for e in group:
+                q, b = (e, c) if type_ == QUANTITY_TYPE else (c, e)
+                value, band = parse_quantity(q.name), parse_band(b.name)
+                if value and band and holds(band, *value):
+                    links.append(SameAs(e.entity_id, c.entity_id, 1.0, "band"))
     return links
 
 

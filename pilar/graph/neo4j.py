@@ -14,7 +14,6 @@ reads in :mod:`pilar.graph.neo4j_rows`, the schema in ``migrations/neo4j``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -28,8 +27,7 @@ from pilar.graph.neo4j_rows import (assertion_of, batch_rows, batches, document_
                                     stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
-
-_WORDS = re.compile(r"\w+", re.UNICODE)
+from pilar.parts import words as split_words
 
 
 class Neo4jGraphStore:
@@ -252,7 +250,7 @@ class Neo4jGraphStore:
         """Stored entities (of ``collections`` when given) whose name or
         aliases share words with ``name`` (full-text blocking for entity
         linking, PILAR App. E.2), best first."""
-        words = list(dict.fromkeys(w.lower() for w in _WORDS.findall(name)))[:16]
+        words = list(dict.fromkeys(split_words(name)))[:16]
         if not words:
             return []
         query = " OR ".join('"' + w.replace('"', "") + '"' for w in words)

@@ -10,7 +10,6 @@ graph rows and index rows commit in one transaction.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, En
                          ParsedDocument, Provenance, SameAs, Support, Unit, UnitStats,
                          to_jsonable)
 from pilar.db import SqliteDatabase
+from pilar.parts import batched, words
 
 
 def _j(value) -> str:
@@ -113,7 +113,7 @@ class SqliteGraphStore:
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
         """``{page_id: Page}`` for the ids that exist."""
         out: dict[str, Page] = {}
-        for chunk in _chunks(page_ids, 500):
+        for chunk in batched(page_ids, 500):
             marks = ",".join("?" * len(chunk))
             for r in self.db.conn.execute(
                 f"SELECT doc_id, number, text, width, height FROM pages WHERE page_id IN ({marks})",
@@ -332,7 +332,7 @@ class SqliteGraphStore:
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
         """``{entity_id: Entity}`` for the ids that exist."""
         out = {}
-        for chunk in _chunks(entity_ids, 500):
+        for chunk in batched(entity_ids, 500):
             marks = ",".join("?" * len(chunk))
             for r in self.db.conn.execute(
                     f"SELECT {sql.ENTITY_COLS} FROM entities e WHERE entity_id IN ({marks})",
@@ -492,9 +492,6 @@ class SqliteGraphStore:
                 doc.ingested_at, doc.collection, doc.status)
 
 
-_WORDS = re.compile(r"\w+", re.UNICODE)
-
-
 def _entity(r) -> Entity:
     """An Entity from a row of :data:`~pilar.graph.sqlite_sql.ENTITY_COLS`."""
     return Entity(r[0], r[1], r[2], tuple(json.loads(r[3])), collection=r[4])
@@ -509,10 +506,5 @@ def _assertion(r) -> Assertion:
 
 
 def _fts_or(text: str) -> str:
-    words = list(dict.fromkeys(w.lower() for w in _WORDS.findall(text)))[:16]
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-
-
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+    terms = list(dict.fromkeys(words(text)))[:16]
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)

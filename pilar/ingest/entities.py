@@ -32,6 +32,7 @@ from rapidfuzz import fuzz, process
 from pilar.ingest.names import (ENTITY_TYPES, GENERIC_WORDS, acronym, compatible, entity_id,
                                 entity_surface, family, normalise, similarity)
 from pilar.model import Entity
+from pilar.parts import UnionFind
 
 __all__ = ["AliasTable", "AliasEntry", "load_aliases", "EntityResolver", "DEFAULT_ALIASES"]
 
@@ -87,23 +88,6 @@ def load_aliases(path: str | Path | None = None) -> AliasTable:
         rows.append((parts[0].strip(), parts[1], [a.strip() for a in parts[2].split("|")
                                                    if a.strip()]))
     return AliasTable(rows)
-
-
-class _UnionFind:
-    def __init__(self, n: int):
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        parent = self.parent
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
 
 
 class EntityResolver:
@@ -201,7 +185,7 @@ class EntityResolver:
         (entity id per mention number)."""
         members, keys, types = self._nodes()
         n = len(members)
-        uf = _UnionFind(n)
+        uf = UnionFind(n)
         by_key: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
             by_key.setdefault(key, []).append(i)
@@ -243,7 +227,7 @@ class EntityResolver:
         self._fuzzy(keys, types, uf)
         return self._entities(members, types, uf, extra_aliases)
 
-    def _fuzzy(self, keys: list[str], types: list[str], uf: _UnionFind) -> None:
+    def _fuzzy(self, keys: list[str], types: list[str], uf: UnionFind) -> None:
         """Union type-compatible nodes with :func:`similarity` >= threshold:
         names equal up to word order and generic words (grouped exactly), and
         near-identical spellings (rapidfuzz ``cdist`` within blocks of names
@@ -277,7 +261,7 @@ class EntityResolver:
             for x, y in zip(*np.nonzero(np.triu(scores, 1))):
                 join(block[int(x)], block[int(y)])
 
-    def _entities(self, members: list[list[int]], types: list[str], uf: _UnionFind,
+    def _entities(self, members: list[list[int]], types: list[str], uf: UnionFind,
                   extra_aliases: dict[int, set[str]]) -> list[Entity]:
         clusters: dict[int, list[int]] = {}
         for node in range(len(members)):

@@ -42,6 +42,7 @@ from pilar.ingest.codes import code_entities
 from pilar.ingest.entities import EntityResolver, load_aliases
 from pilar.ingest.names import alias_pairs, capitalised_spans, entity_surface, normalise
 from pilar.ingest.predicates import load_inventory
+from pilar.ingest.quantities import band_entities
 from pilar.model import ParsedDocument, Support
 
 __all__ = ["build_graph", "TEXT_KINDS"]
@@ -103,7 +104,8 @@ def build_graph(parsed: ParsedDocument, settings: Settings | None = None,
                                                      parsed.warnings)
 
     _text_mentions(parsed.supports, spans, resolver, aliases)
-    parsed.entities = resolver.resolve() + code_entities(parsed.supports)
+    parsed.entities = (resolver.resolve() + code_entities(parsed.supports)
+                       + band_entities(parsed, rows))
     parsed.assertions = builder.finish()
     return parsed
 

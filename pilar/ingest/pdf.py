@@ -287,6 +287,9 @@ def _emit_table(b: Block, p: PageParse, out: ParsedDocument, supports: list[Supp
                       caption=b.extra.get("caption", ""), section_path=b.section_path,
                       bbox=p.display_bbox(b.bbox), max_span=settings.max_span,
                       warnings=out.warnings, notes=_notes(b, p))
+    if len(table.groups) == grid.n_rows:  # a statement's outline (pdf_statements)
+        grid.group_labels = [g if k != "header" else None
+                             for g, k in zip(table.groups, grid.row_kinds)]
     added = None
     if first and prev is not None and (prev[1].row_pages or [prev[1].page])[-1] == p.number - 1:
         n0 = prev[1].n_rows

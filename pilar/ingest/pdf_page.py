@@ -18,9 +18,12 @@ displayed (``page.rect``, points, origin top-left), which is also the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pymupdf
+from pymupdf.table import page_rotation_reset, page_rotation_set0
 
 from pilar.config import Settings
 from pilar.ingest.ocr import OcrPage, ocr_page, ocr_region, plan_render
@@ -172,10 +175,15 @@ def parse_page(page: pymupdf.Page, analyser: LayoutAnalyser | None, settings: Se
                              hrules)
     in_tables = sum(len(t.lines) for t in tables)
     regions: list = []
-    if analyser and identity and not out.ocr and len(lines) - in_tables >= 0.4 * len(lines):
-        regions = analyser.regions(page)  # skipped on pages that are mostly ruled tables
-        more = region_candidates(regions, tables)
-        tables += find_tables(page, lines, words, more, warnings, hrules=hrules)
+    if analyser and not out.ocr and len(lines) - in_tables >= 0.4 * len(lines):
+        # skipped on pages that are mostly ruled tables; a turned page is
+        # read on an upright copy, in the frame of ``lines`` and ``words``
+        with _upright(page, identity) as upright:
+            regions = analyser.regions(upright)
+            more = region_candidates(regions, tables)
+            tables += find_tables(upright, lines, words, more, warnings, hrules=hrules)
+        if not identity:
+            page = page.parent[page.number]  # the page as turned again
         cands += more
     boxes = [c.rect for c in cands if c.strategy in ("lines", "frame") and not any(
         pymupdf.Rect(t.bbox).intersects(c.rect) for t in tables)]
@@ -231,6 +239,23 @@ def _ocr(page: pymupdf.Page, images: list[dict], settings: Settings, warnings: l
                         f"{settings.ocr_dpi} dpi")
     return ocr_page(page, dpi=settings.ocr_dpi, max_pixels=settings.pdf_max_render_pixels,
                     lang=settings.ocr_lang, timeout=settings.ocr_timeout, warnings=warnings)
+
+
+@contextmanager
+def _upright(page: pymupdf.Page, identity: bool) -> Iterator[pymupdf.Page]:
+    """``page`` itself, or for a turned page (``set_rotation`` to its natural
+    frame) the page with ``/Rotate`` 0 and its content turned instead
+    (PyMuPDF's ``page_rotation_set0``, as its table finder does), undone on
+    exit: the layout analyser and the table finder read a sideways table
+    (issue 35 kind 6) in the frame of the page's turned lines and words."""
+    if identity:
+        yield page
+        return
+    flat, xref, rot, mediabox = page_rotation_set0(page)
+    try:
+        yield flat
+    finally:
+        page_rotation_reset(flat, xref, rot, mediabox)
 
 
 def _move_line(line: Line, m: pymupdf.Matrix) -> Line:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from pilar.parts import UnionFind
+
 Box = tuple[float, float, float, float]
 RULE_MAX = 2.5
 """Rules are at most this thick (points)."""
@@ -61,14 +63,7 @@ def clusters(boxes: list[Box]) -> list[list[int]]:
     """Union-find over boxes touching within :data:`JOIN_TOL` (sweep on y);
     returns index groups."""
     order = sorted(range(len(boxes)), key=lambda i: boxes[i][1])
-    parent = list(range(len(boxes)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    uf = UnionFind(len(boxes))
     active: list[int] = []
     for i in order:
         x0, y0, x1, _ = boxes[i]
@@ -76,11 +71,11 @@ def clusters(boxes: list[Box]) -> list[list[int]]:
         for j in active:
             b = boxes[j]
             if b[0] - JOIN_TOL <= x1 and x0 - JOIN_TOL <= b[2]:
-                parent[find(i)] = find(j)
+                uf.union(i, j)
         active.append(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(boxes)):
-        groups.setdefault(find(i), []).append(i)
+        groups.setdefault(uf.find(i), []).append(i)
     return list(groups.values())
 
 
@@ -116,7 +111,7 @@ def ruled_candidates(drawings: list[dict]) -> list[Candidate]:
         n_v = _distinct([(r[0] + r[2]) / 2 for r in vs])
         if n_h >= 2 and n_v >= 2:
             found.append(Candidate(box, "lines"))
-        elif n_h >= 3 and not vs:
+        elif n_h >= 3 and n_v < 2:  # no vertical rule, or one (after a label column)
             wide = [r for r in hs if r[2] - r[0] >= 0.6 * (x1 - x0)]
             if _distinct([r[1] for r in wide]) >= 3:
                 found.append(Candidate(box, "lines_h"))
@@ -130,6 +125,28 @@ def horizontal_rules(drawings: list[dict]) -> list[Box]:
     :func:`pilar.ingest.pdf_tables.find_tables` wants them to tell drawn row boundaries from
     wrapped text."""
     return _rules(drawings)[0][:10000]
+
+
+def rule_rows(rect: pymupdf.Rect, drawings: list[dict] | None,
+              hrules: list[Box]) -> list[Box]:
+    """Cell boxes of a ``lines_h`` region (horizontal rules, at most one
+    vertical): a row between each two horizontal rules spanning most of
+    its width, cut by its vertical rule (``drawings`` may be ``None``: no
+    vertical rule). The columns set apart by white space and the rows
+    the rules leave out are cut later
+    (:mod:`pilar.ingest.pdf_table_split`)."""
+    inside = pymupdf.Rect(rect) + (-2, -2, 2, 2)
+    hs = [h for h in hrules if inside.contains(pymupdf.Rect(h))
+          and h[2] - h[0] >= 0.6 * rect.width]
+    vs = [v for v in (_rules(drawings)[1] if drawings else [])
+          if inside.contains(pymupdf.Rect(v))]
+    ys = sorted({round((h[1] + h[3]) / 2, 1) for h in hs})
+    ys = [y for i, y in enumerate(ys) if i == 0 or y - ys[i - 1] > JOIN_TOL]
+    xs = [rect.x0, *sorted({round((v[0] + v[2]) / 2, 1) for v in vs
+                            if rect.x0 + 3 < v[0] < rect.x1 - 3}), rect.x1]
+    if len(ys) < 3:
+        return []
+    return lattice(xs, ys, hs, vs)
 
 
 def lattice(xs: list[float], ys: list[float], hs: list[Box], vs: list[Box]) -> list[Box]:

@@ -15,13 +15,16 @@ from dataclasses import dataclass, field
 
 from pilar.ingest.pdf_layout import Line, join_lines, normalise_text
 from pilar.ingest.pdf_rules import Box
+from pilar.ingest.pdf_table_split import column_cuts, cut_columns, cut_rows, row_cuts
 from pilar.ingest.tables import SourceCell
 from pilar.model import BBox
 
 @dataclass(slots=True)
 class PageTable:
     """A table found on a page, before grid resolution: ``rows`` of source
-    cells in reading order, its ``bbox`` and the page ``lines`` it holds."""
+    cells in reading order, its ``bbox`` and the page ``lines`` it holds;
+    ``groups`` (empty, or one per row) the outline of a financial
+    statement's rows (:mod:`pilar.ingest.pdf_statements`)."""
 
     bbox: BBox
     rows: list[list[SourceCell]]
@@ -30,6 +33,7 @@ class PageTable:
     header_rows: int = 0
     lines: list[Line] = field(default_factory=list)
     col_x0: list[float] = field(default_factory=list)  # left edge of each column (points)
+    groups: list[str | None] = field(default_factory=list)  # a statement's outline per row
 
 
 _NUMERIC = re.compile(r"^[\d\s.,:;%+\-\u2212\u2013()/]+$")
@@ -53,19 +57,22 @@ def _index(axis: list[float], v: float) -> int:
 
 
 def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str,
-          hard_breaks: bool = True, hrules: list[Box] | None = None) -> PageTable | None:
+               hard_breaks: bool = True, hrules: list[Box] | None = None,
+               splits: int = 4) -> PageTable | None:
     """Cells (bbox tuples from the finder) -> :class:`PageTable`; without
     ``hard_breaks`` (OCR words) the lines of a cell are joined by spaces.
     With ``hrules`` (the page's horizontal rules), rows that are the wrapped
-    lines of one row are joined first (:func:`_wrapped_rows`)."""
+    lines of one row are joined first (:func:`_wrapped_rows`). Cells of a
+    ruled table holding several rows or columns the rules leave out are cut
+    first (:mod:`pilar.ingest.pdf_table_split`, at most ``splits`` rounds)."""
     boxes = [tuple(c) for c in cells if c]
     if len(boxes) < 2:
         return None
     # boundaries closer than a glyph (double borders) are one boundary
     xs = axis([b[0] for b in boxes] + [b[2] for b in boxes], 6.0)
     ys = axis([b[1] for b in boxes] + [b[3] for b in boxes], 3.0)
-    if len(xs) < 3 or len(ys) < 2:
-        return None
+    if len(xs) < (2 if strategy == "lines" and splits else 3) or len(ys) < 2:
+        return None  # one ruled column may still be cut into columns by its text
     found_top = ys[0]
     if strategy == "text":
         above = _header_above(xs, ys, words)
@@ -95,21 +102,30 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
         key = owner.get((min(r, len(ys) - 2), min(c, len(xs) - 2)))
         if key is not None:
             by_cell.setdefault(key, []).append(w)
+    if splits and strategy in ("lines", "lines_h"):
+        cut = column_cuts(placed, by_cell, xs) if strategy == "lines" else {}
+        boxes = cut_columns(placed, by_cell, cut) if cut else []
+        if not cut and (cut := row_cuts(placed, by_cell)):
+            boxes = cut_rows(placed, cut)
+        if cut:
+            return read_cells(boxes, lines, words, strategy, hard_breaks, hrules, splits - 1)
     table_lines = [ln for ln in lines if bbox[0] <= (ln.bbox[0] + ln.bbox[2]) / 2 <= bbox[2]
                    and bbox[1] <= (ln.bbox[1] + ln.bbox[3]) / 2 <= bbox[3]]
     if strategy != "lines" and _prose([ln for ln in table_lines  # a centred header may cross
-                                       if (ln.bbox[1] + ln.bbox[3]) / 2 > found_top], xs):
+                                       if (ln.bbox[1] + ln.bbox[3]) / 2 > found_top], xs,
+                                      words):
         return None
     bold_lines = {(ln.block, ln.line) for ln in table_lines if ln.bold}
+    rtl = right_to_left(w[4] for ws in by_cell.values() for w in ws)
     texts = {key: _cell_text(val[2], by_cell.get(key, []), bold_lines, hard_breaks)
              for key, val in placed.items()}
     if hrules is not None:
         spread = _spread_rows(placed, by_cell, table_lines, ys, xs) if strategy != "lines" \
-            else set()
+            else {}
         joined = _wrapped_rows(placed, texts, by_cell, ys, hrules, spread)
         if joined or spread:
             return read_cells(_join_rows(placed, ys, joined, spread), lines, words, strategy,
-                         hard_breaks)
+                              hard_breaks, splits=splits)
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     cover_r = [False] * n_rows
     cover_c = [False] * n_cols
@@ -135,8 +151,11 @@ def read_cells(cells: list, lines: list[Line], words: list[tuple], strategy: str
             header_rows += 1
         else:
             break
-    return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines,
-                     [xs[c] for c in keep_c])
+    col_x0 = [xs[c] for c in keep_c]
+    if rtl:  # the table's first column is its rightmost
+        rows = [row[::-1] for row in rows]
+        col_x0 = col_x0[::-1]
+    return PageTable(bbox, rows, len(keep_c), strategy, header_rows, table_lines, col_x0)
 
 
 def _header_above(xs: list[float], ys: list[float], words: list[tuple]) -> list[BBox]:
@@ -193,7 +212,7 @@ def _widen(xs: list[float], ys: list[float], words: list[tuple], gap: float = 12
 
 
 def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
-                  hrules: list[Box], spread: set[int] = frozenset()) -> set[int]:
+                  hrules: list[Box], spread: dict | frozenset = frozenset()) -> set[int]:
     """Inner row boundaries ``k`` (between rows ``k - 1`` and ``k``) that cut
     one wrapped row in two. Two neighbouring rows with text (rows without
     text between them are passed over) are one row when no drawn rule runs
@@ -278,12 +297,14 @@ def _wrapped_rows(placed: dict, texts: dict, by_cell: dict, ys: list[float],
 
 
 def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[float],
-                 xs: list[float]) -> set[int]:
+                 xs: list[float]) -> dict[int, tuple[float, float]]:
     """Rows of a text-aligned table that hold one text line of two or more
-    words running across column boundaries and nothing else: a title inside the table (``"Outbreaks
-    reported late"``), cut into columns by the finder."""
+    words running across column boundaries and nothing else, with the
+    line's left and right ends: a title inside the table (``"Outbreaks
+    reported late"``) or a header over several columns (``"Year ended June
+    30"``), cut into columns by the finder."""
     inner = xs[1:-1]
-    out: set[int] = set()
+    out: dict[int, tuple[float, float]] = {}
     by_row: dict[int, list[tuple]] = {}
     for (r0, c0), (rs, _, _) in placed.items():
         if rs == 1:
@@ -297,23 +318,35 @@ def _spread_rows(placed: dict, by_cell: dict, table_lines: list[Line], ys: list[
         ln = mid[0]
         if " " in ln.text.strip() and any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner) and all(
                 ln.bbox[0] - 1 <= (w[0] + w[2]) / 2 <= ln.bbox[2] + 1 for w in ws):
-            out.add(r)
+            out[r] = (ln.bbox[0], ln.bbox[2])
     return out
 
 
 def _join_rows(placed: dict, ys: list[float], joined: set[int],
-               spread: set[int] = frozenset()) -> list[Box]:
+               spread: dict[int, tuple[float, float]] | None = None) -> list[Box]:
     """The cell boxes with the rows on both sides of each boundary in
     ``joined`` merged (cells of equal column extent become one box), and
-    each row in ``spread`` made one cell across the table."""
+    each row in ``spread`` made one cell across the table, or across the
+    columns under its line when the line starts right of the first
+    column (a header over several columns of figures)."""
     boxes: dict[tuple[int, int], list[float]] = {}
     rows: dict[int, list[float]] = {}
-    for (r0, _), (rs, _, b) in placed.items():
-        if r0 in spread and rs == 1:
-            box = rows.setdefault(r0, list(b))
-            box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
-            box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
-    placed = {key: val for key, val in placed.items() if key[0] not in rows or val[0] != 1}
+    merged: set[tuple[int, int]] = set()
+    first = {}
+    for (r0, c0), (rs, _, b) in placed.items():
+        if r0 in (spread or {}) and rs == 1 and (r0 not in first or c0 < first[r0][0]):
+            first[r0] = (c0, b)
+    for (r0, c0), (rs, _, b) in placed.items():
+        if r0 not in first:
+            continue
+        x0, x1 = spread[r0]
+        if first[r0][1][2] <= x0 + 1 and not (b[2] > x0 and b[0] < x1):
+            continue  # a header over some columns: the others keep their cells
+        box = rows.setdefault(r0, list(b))
+        box[0], box[1] = min(box[0], b[0]), min(box[1], b[1])
+        box[2], box[3] = max(box[2], b[2]), max(box[3], b[3])
+        merged.add((r0, c0))
+    placed = {key: val for key, val in placed.items() if key not in merged}
     order = sorted(placed.items())
     owner: dict[tuple[int, int, int], tuple[int, int]] = {}  # (end row, c0, cs) -> key
     for (r0, c0), (rs, cs, b) in order:
@@ -379,9 +412,13 @@ def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
     """Text of a cell from its words (``get_text("words")`` tuples), and
     whether most of them are bold. Words are grouped into visual lines;
     lines are joined with :func:`join_lines` (hyphenation) per paragraph,
-    paragraphs split where a line ended short of the cell's right edge."""
+    paragraphs split where a line ended short of the cell's far edge. In a
+    cell of right-to-left text (:func:`right_to_left`) a visual line reads
+    from its right end (MuPDF numbers the words of such a line in visual
+    order in some files, in logical order in others)."""
     if not mine:
         return "", False
+    rtl = right_to_left(w[4] for w in mine)
     x0, x1 = box[0], box[2]
     by_line: dict[tuple, list[tuple]] = {}
     for w in mine:  # the words of one text line...
@@ -401,28 +438,62 @@ def _cell_text(box: BBox, mine: list[tuple], bold_lines: set[tuple[int, int]],
     paras: list[list[Line]] = [[]]
     prev_end = None
     for g in merged:
-        g.sort(key=lambda w: w[0])
+        g.sort(key=lambda w: -w[2] if rtl else w[0])  # right to left: from the right end
         text = normalise_text(" ".join(w[4] for w in g))
         first_word = g[0][2] - g[0][0]
-        if hard_breaks and prev_end is not None and prev_end + first_word + 6 < x1 - 0.04 * width:
-            paras.append([])  # the previous line stopped short: a hard break
-        paras[-1].append(Line((g[0][0], g[0][1], g[-1][2], g[-1][3]), text, 0.0, False, 0))
-        prev_end = g[-1][2]
+        # the previous line stopped short of the far edge: a hard break
+        end = x0 + x1 - prev_end if rtl and prev_end is not None else prev_end
+        if hard_breaks and end is not None and end + first_word + 6 < x1 - 0.04 * width:
+            paras.append([])
+        left, right_x = min(w[0] for w in g), max(w[2] for w in g)
+        paras[-1].append(Line((left, g[0][1], right_x, g[-1][3]), text, 0.0, False, 0))
+        prev_end = left if rtl else right_x
     text = "\n".join(join_lines(p) for p in paras if p)
     bold = sum((w[5], w[6]) in bold_lines for w in mine) / len(mine) >= 0.6
     return text, bold and not _NUMERIC.match(text)  # bold figures are data, not labels
 
 
-def _prose(lines: list[Line], xs: list[float]) -> bool:
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+_LTR = re.compile(r"[^\W\d_]")
+
+
+def right_to_left(texts) -> bool:
+    """Most letters of ``texts`` (an iterable of strings) are of a script
+    written right to left (Hebrew, Arabic, Syriac, Thaana)."""
+    rtl = ltr = 0
+    for t in texts:
+        n = len(_RTL.findall(t))
+        rtl += n
+        ltr += len(_LTR.findall(t)) - n
+    return rtl > ltr
+
+
+def _prose(lines: list[Line], xs: list[float], words: list[tuple]) -> bool:
     """A text-aligned "table" whose text lines run across its column
     boundaries is prose cut into columns: more than a quarter of its lines
-    (of two or more words) cross an inner boundary by over 3 points."""
+    (of two or more words) cross an inner boundary by over 3 points. A
+    boundary in a space wider than the line is high does not count: MuPDF
+    joins a row's cells on one baseline into one line (right-to-left text,
+    cells far apart)."""
     inner = xs[1:-1]
     multi = [ln for ln in lines if " " in ln.text]
     if not multi:
         return False
-    crossing = sum(1 for ln in multi
-                   if any(ln.bbox[0] + 3 < x < ln.bbox[2] - 3 for x in inner))
+    keys = {(ln.block, ln.line) for ln in multi}
+    by_line: dict[tuple[int, int], list[tuple]] = {}
+    for w in words:
+        if (w[5], w[6]) in keys:
+            by_line.setdefault((w[5], w[6]), []).append(w)
+
+    def crosses(ln: Line, x: float) -> bool:
+        if not ln.bbox[0] + 3 < x < ln.bbox[2] - 3:
+            return False
+        ws = sorted(by_line.get((ln.block, ln.line), ()), key=lambda w: w[0])
+        if not ws:
+            return True
+        wide = ln.bbox[3] - ln.bbox[1]
+        return not any(a[2] <= x <= b[0] and b[0] - a[2] >= wide for a, b in zip(ws, ws[1:]))
+    crossing = sum(1 for ln in multi if any(crosses(ln, x) for x in inner))
     return crossing > 0.25 * len(multi)
 
 

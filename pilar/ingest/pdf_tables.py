@@ -41,8 +41,10 @@ import pymupdf
 
 from pilar.ingest.pdf_layout import Line
 from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, lattice,
-                                     ruled_candidates)
+                                     rule_rows, ruled_candidates)
+from pilar.ingest.pdf_statements import glue_amounts, read_statement
 from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
+from pilar.ingest.pdf_table_split import figures, line_rows
 from pilar.ingest.tables import cell_id
 from pilar.model import GridCell, TableGrid
 
@@ -79,7 +81,16 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     again; ``hrules`` (:func:`horizontal_rules`) are the drawn row
     boundaries: rows the finder cut where no rule runs are joined again when
     they are one wrapped cell
-    (:func:`pilar.ingest.pdf_table_cells.read_cells`). A finder failure
+    (:func:`pilar.ingest.pdf_table_cells.read_cells`). A region of
+    horizontal rules (and at most one vertical) where the finder sees no
+    table is cut into rows between its rules
+    (:func:`pilar.ingest.pdf_rules.rule_rows`), then into the columns and
+    rows its text shows. A region to read by text alignment where the
+    finder finds no table or one cut through its words is read line by
+    line, cut where white space sets columns apart (:func:`_aligned`). A
+    region to read by text
+    alignment laid out as a financial statement is read as one
+    (:func:`pilar.ingest.pdf_statements.read_statement`). A finder failure
     appends a warning and skips the region.
     Tables with fewer than two columns, or two rows unless ruled, are
     discarded (rows and columns without text are dropped first).
@@ -95,6 +106,13 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
     calls += [(c.rect, c.strategy) for c in cands if c.strategy in ("lines_h", "text")]
     for rect, strategy in calls:
         clip = pymupdf.Rect(rect) + (-2, -2, 2, 2)
+        if strategy == "text":
+            statement = read_statement(glue_amounts(
+                [w for w in words if clip.contains(((w[0] + w[2]) / 2, (w[1] + w[3]) / 2))]),
+                lines)
+            if statement is not None:
+                out.append(statement)
+                continue
         if strategy == "lines":
             kwargs = {"strategy": "lines"}
         elif strategy == "lines_h":
@@ -110,12 +128,41 @@ def find_tables(page: pymupdf.Page, lines: list[Line], words: list[tuple],
         except Exception as exc:  # noqa: BLE001 - a finder bug must not stop the page
             warnings.append(f"page {page.number + 1}: table finder failed ({type(exc).__name__})")
             continue
-        for tab in (finder.tables if finder else ()):
-            table = read_cells(tab.cells, lines, words, strategy, hrules=hrules or [])
+        found = [tab.cells for tab in (finder.tables if finder else ())]
+        if strategy == "lines_h" and not found:
+            # the finder's text columns end at the words, short of the rules
+            # above and below them: rows between the rules, cut by the text
+            found, strategy = [rule_rows(rect, drawings, hrules or [])], "lines"
+        n_found = len(out)
+        for cells in found:
+            table = read_cells(cells, lines, words, strategy, hrules=hrules or [])
             if table and not any(_cover(pymupdf.Rect(table.bbox), pymupdf.Rect(t.bbox)) > 0.5
                                  for t in out):
                 out.append(table)
+        if strategy == "text" and len(out) == n_found:
+            table = _aligned(clip, lines, words, hrules or [])
+            if table is not None:
+                out.append(table)
     return out
+
+
+def _aligned(clip: pymupdf.Rect, lines: list[Line], words: list[tuple],
+             hrules: list[Box]) -> PageTable | None:
+    """A text table the finder misses or cuts through its words (columns
+    aligned on their right edges, right-to-left text): each visual line of
+    ``clip`` a row, cut into the columns white space sets apart
+    (:func:`pilar.ingest.pdf_table_split.column_cuts`). Kept with three or
+    more columns, at most four words a cell (median) and a column of
+    figures (two thirds of its cells in the rows below the first without
+    spans), else ``None``: a list set in several columns is no table."""
+    table = read_cells(line_rows(clip, words), lines, words, "lines", hrules=hrules)
+    if table is None or table.n_cols < 3:
+        return None
+    sizes = sorted(len(c.text.split()) for row in table.rows for c in row if c.text)
+    body = [r for r in table.rows[1:] if len(r) == table.n_cols]  # rows without spans
+    numeric = any(3 * sum(figures(r[c].text) for r in body)
+                  >= 2 * max(1, sum(1 for r in body if r[c].text)) for c in range(table.n_cols))
+    return table if numeric and sizes[len(sizes) // 2] <= 4 else None
 
 
 def raster_tables(horizontal: list[Box], vertical: list[Box], lines: list[Line],

@@ -33,7 +33,33 @@ MAX_EXCERPT_LINES = 64
 
 _DEFAULT = {name: f.default for name, f in Settings.model_fields.items()}
 """The packing settings' defaults (:class:`~pilar.config.Settings`), the one
-place they are written; :func:`assemble` and :func:`block_order` default to them."""
+place they are written; :class:`PackingConfig` and :func:`block_order` default to them."""
+
+
+@dataclass(frozen=True, slots=True)
+class PackingConfig:
+    """The packing settings (their meaning in :class:`~pilar.config.Settings`):
+    budget shares in [0, 1], token sizes in reader tokens, counts of pages,
+    units and rows."""
+
+    base_share: float = _DEFAULT["base_share"]
+    max_expanded: int = _DEFAULT["max_expanded_pages"]
+    item_tokens: int = _DEFAULT["item_tokens"]
+    block_tokens: int = _DEFAULT["block_tokens"]
+    whole_table_share: float = _DEFAULT["whole_table_share"]
+    neighbours: int = _DEFAULT["neighbour_rows"]
+    prefilter: int = _DEFAULT["prefilter"]
+    page_weight: float = _DEFAULT["unit_page_weight"]
+    cues: bool = _DEFAULT["unit_cues"]
+
+    @classmethod
+    def of(cls, settings: Settings) -> "PackingConfig":
+        """The packing settings of ``settings`` (``PILAR_BASE_SHARE``, ...)."""
+        s = settings
+        return cls(s.base_share, s.max_expanded_pages, s.item_tokens, s.block_tokens,
+                   s.whole_table_share, s.neighbour_rows, s.prefilter, s.unit_page_weight,
+                   s.unit_cues)
+
 
 @dataclass(slots=True)
 class PageEvidence:
@@ -272,33 +298,31 @@ def _group_header(u: Unit, page: RankedPage | None) -> str:
 
 
 def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEvidence],
-             selected: list[ScoredUnit], counter: TokenCounter, budget: int, *,
-             base_share: float = _DEFAULT["base_share"],
-             max_expanded: int = _DEFAULT["max_expanded_pages"],
-             item_tokens: int = _DEFAULT["item_tokens"], block_tokens: int | None = None,
-             use_units: bool = True, tables: dict[TableKey, list[Unit]] | None = None,
-             whole_table_share: float = _DEFAULT["whole_table_share"],
-             neighbours: int = _DEFAULT["neighbour_rows"]) -> Packet:
+             selected: list[ScoredUnit], counter: TokenCounter, budget: int,
+             config: PackingConfig = PackingConfig(), *, use_units: bool = True,
+             tables: dict[TableKey, list[Unit]] | None = None) -> Packet:
     """Build the packet for ``ranked`` pages (best first) within ``budget`` tokens.
 
     ``evidence`` maps page ids to their supports, ``selected`` are the
     reranked units of the anchor pages (best first), ``tables`` their tables'
-    rows (see :func:`block_order`). The base share is cut into items of about
-    ``item_tokens``; the lowest-ranked items worth ``block_tokens`` (default:
-    one item) are replaced by the unit block, which also takes what the page
-    excerpts leave unused. A table is carried once: tables of the block are
-    left out of the page excerpts (whose rows come under their header row
-    otherwise, :func:`page_excerpt`); ``whole_table_share`` and ``neighbours`` shape its
+    rows (see :func:`block_order`); ``config`` holds the packing settings.
+    The base share is cut into items of about ``item_tokens``; the
+    lowest-ranked items worth ``block_tokens`` (0: one item) are replaced by
+    the unit block, which also takes what the page excerpts leave unused. A
+    table is carried once: tables of the block are left out of the page
+    excerpts (whose rows come under their header row otherwise,
+    :func:`page_excerpt`); ``whole_table_share`` and ``neighbours`` shape its
     order (:func:`block_order`). ``use_units=False`` gives page items only.
     """
-    expanded = [p for p in ranked if p.trace.get("expanded")][:max_expanded]
+    c = config
+    expanded = [p for p in ranked if p.trace.get("expanded")][:c.max_expanded]
     base = [p for p in ranked if not p.trace.get("expanded")]
-    base_budget = int(budget * base_share) if expanded else budget
-    n_items = max(1, round(base_budget / item_tokens))
+    base_budget = int(budget * c.base_share) if expanded else budget
+    n_items = max(1, round(base_budget / c.item_tokens))
     per_item = base_budget // n_items
     n_block = 0
     if use_units and selected:
-        n_block = min(n_items, max(1, math.ceil((block_tokens or per_item) / per_item - 1e-9)))
+        n_block = min(n_items, max(1, math.ceil((c.block_tokens or per_item) / per_item - 1e-9)))
 
     support_by_id = {s.support_id: s for ev in evidence.values() for s in ev.supports}
     tables = tables or {}
@@ -312,7 +336,8 @@ def assemble(question: str, ranked: list[RankedPage], evidence: dict[str, PageEv
             per_item if limits is None else limits.get(page.page_id, 0), tables, skip)]
 
     def block_for(limit: int) -> list[PacketItem]:
-        order = block_order(selected, tables, counter, limit, whole_table_share, neighbours)
+        order = block_order(selected, tables, counter, limit, c.whole_table_share,
+                            c.neighbours)
         return unit_block(order, pages, support_by_id, counter, limit)
 
     items: list[PacketItem] = []

@@ -21,11 +21,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+from cachetools import LRUCache
 
 from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
-from pilar.packing.statistics import PageFacts, TableKey
+from pilar.packing.statistics import PageFacts, TableKey, table_key
 from pilar.retrieval.embeddings import UNIT_TOKENS
 from pilar.retrieval.terms import bm25_of_postings, bm25_scores, tokens
 
@@ -41,6 +42,8 @@ KEY_TABLES = 4096
 """Tables whose key column a selector remembers (tables are content-addressed)."""
 FACT_PAGES = 1024
 """Pages whose :class:`PageFacts` a selector remembers."""
+UNIT_VECTORS = 16_384
+"""Unit vectors a selector keeps (about 1.5 KiB each at 384 dimensions)."""
 
 CUE_TOKENS = 256
 """Packet tokens per cue row: a 1,024-token packet takes the best page's 4,
@@ -57,12 +60,10 @@ class ScoredUnit:
     page_rank: int  # rank of its anchor page (0 = best)
 
 
-def _table_of(u: Unit) -> tuple | None:
-    """The table of a body row with at least two cells (doc_id, page, table
-    index); None for any other unit."""
-    if u.kind == "row" and u.table_index is not None and len(u.cells) > 1:
-        return (u.doc_id, u.page, u.table_index)
-    return None
+def _table_of(u: Unit) -> TableKey | None:
+    """The table of a body row with at least two cells
+    (:func:`~pilar.packing.statistics.table_key`); None for any other unit."""
+    return table_key(u) if len(u.cells) > 1 else None
 
 
 def _by_page_in_turn(scored: list[ScoredUnit]) -> list[ScoredUnit]:
@@ -97,6 +98,8 @@ class UnitSelector:
         self._key_columns: OrderedDict[tuple, int | None] = OrderedDict()
         self._facts: OrderedDict[tuple, PageFacts] = OrderedDict()
         self._facts_lock = threading.Lock()
+        self._vectors: LRUCache[str, np.ndarray | None] = LRUCache(UNIT_VECTORS)
+        self._vectors_lock = threading.Lock()
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
@@ -272,7 +275,7 @@ class UnitSelector:
         for facts in self._page_facts(page_units):
             lead.update(facts.leaders)
         ids = [u.unit_id for u in units]
-        found = self.unit_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
+        found = self._stored_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
         vectors = {i: found[i] if i in found else found.get(lead.get(i, i)) for i in ids}
         missing = [u for u in units if vectors[u.unit_id] is None]
         if missing:
@@ -283,3 +286,20 @@ class UnitSelector:
         span = lexical.max() - lexical.min() if len(lexical) else 0.0
         lex = (lexical - lexical.min()) / span if span > 1e-12 else np.ones_like(lexical)
         return 0.4 * lex + 0.6 * cosine
+
+    def _stored_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """``{unit_id: (dim,) float32}`` of the ``ids`` the page index holds a
+        vector for, the answers for the last :data:`UNIT_VECTORS` ids kept in
+        memory (a unit without a vector of its own too): a unit id names its
+        document's bytes (the doc_id is their digest), so what the index holds
+        for it never changes."""
+        with self._vectors_lock:
+            known = {i: self._vectors[i] for i in ids if i in self._vectors}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            found = self.unit_vectors(missing)
+            fresh = {i: found.get(i) for i in missing}
+            with self._vectors_lock:
+                self._vectors.update(fresh)
+            known.update(fresh)
+        return {i: v for i, v in known.items() if v is not None}

@@ -11,12 +11,12 @@ App. H.3 (:mod:`pilar.reader.prompt`), and the reply read into an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
-from pilar.config import Settings
+from pilar.config import MIN_BUDGET, Settings
 from pilar.errors import LLMReplyError
 from pilar.llm import Endpoint, LLMClient
-from pilar.model import Answer, Packet, PacketImage
+from pilar.model import Answer, Document, Packet, PacketImage, Support
 from pilar.packing.tokens import TokenCounter
 from pilar.reader.citations import read_answer
 from pilar.reader.prompt import messages, numbered
@@ -58,6 +58,40 @@ class Reader:
         """The packet as the reader will see it: numbered, within ``budget``
         (default the packet's) reader tokens."""
         return numbered(packet, self.counter, budget)
+
+    def text_budget(self, budget: int) -> int:
+        """The packet's share of ``budget`` (reader tokens): all of it, or
+        without ``PILAR_READER_IMAGE_SHARE`` when crops go to a VLM reader
+        (``PILAR_READER_IMAGES``), at least :data:`~pilar.config.MIN_BUDGET`."""
+        s = self.settings
+        if s.reader_images:
+            return max(MIN_BUDGET, budget - int(budget * s.reader_image_share))
+        return budget
+
+    def reply(self, question: str, packet: Packet, budget: int,
+              supports: Callable[[list[str]], Mapping[str, list[Support]]],
+              documents: Callable[[list[str]], list[Document]],
+              stream: bool = False) -> "Answer | AnswerStream":
+        """The answer to ``question`` from ``packet`` (built within
+        :meth:`text_budget` of ``budget``), numbered within that share and,
+        with ``PILAR_READER_IMAGES``, with table and figure crops of PDF pages
+        in the rest of ``budget`` (:func:`pilar.reader.images.crops`, PILAR
+        App. H.2-H.3). ``supports(page_ids)`` gives each page's supports and
+        ``documents(doc_ids)`` the documents, read only for crops.
+        ``stream=True`` returns an :class:`AnswerStream`. Raises what
+        :meth:`answer` raises."""
+        context = self.context(packet, self.text_budget(budget))
+        images = []
+        if self.settings.reader_images:
+            from pilar.reader.images import crops
+
+            page_ids = list(dict.fromkeys(item.page_id for item in context.items))
+            docs = {d.doc_id: d for d in documents(
+                list(dict.fromkeys(item.citation.doc_id for item in context.items)))}
+            images = crops(context, supports(page_ids), docs, self.settings,
+                           budget - context.tokens)
+        return self.stream(question, context, images) if stream else self.answer(
+            question, context, images)
 
     def answer(self, question: str, context: Packet,
                images: list[PacketImage] = ()) -> Answer:

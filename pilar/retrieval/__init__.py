@@ -8,15 +8,14 @@ suite in ``tests/test_page_index_contract.py``.
 
 from __future__ import annotations
 
-import re
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from pilar.model import IndexedPages, Page, Scope
+from pilar.parts import words
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
     "a an and are as at be by did do does for from had has have how in is it its of on or "
     "that the their there these this those to was were what when where which who whom whose "
@@ -28,8 +27,8 @@ STOPWORDS = frozenset(
 def query_terms(question: str) -> list[str]:
     """The question's distinct lower-cased content words, in order (all its
     words when every one is a stopword): the terms OR-ed in a BM25 query."""
-    words = [w.lower() for w in _TOKEN.findall(question)]
-    return list(dict.fromkeys(w for w in words if w not in STOPWORDS)) or list(dict.fromkeys(words))
+    found = words(question)
+    return list(dict.fromkeys(w for w in found if w not in STOPWORDS)) or list(dict.fromkeys(found))
 
 
 @runtime_checkable

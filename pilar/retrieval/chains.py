@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pilar.ingest.codes import is_code
+from pilar.ingest.quantities import is_measure
 from pilar.ingest.names import proper_name
 from pilar.model import RankedPage
 
@@ -35,8 +36,10 @@ def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
 
 
 def bridge_name(entity_id: str, name: str) -> bool:
-    """Can an entity be a bridge: a code, or a proper name of two or more words?"""
-    return is_code(entity_id) or proper_name(name)
+    """Can an entity be a bridge: a code, a quantity or band
+    (:mod:`pilar.ingest.quantities`: a value linked to the range holding
+    it), or a proper name of two or more words?"""
+    return is_code(entity_id) or is_measure(entity_id) or proper_name(name)
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from pilar.model import Scope
+from pilar.parts import batched
 from pilar.db import SqliteDatabase
 
 log = logging.getLogger(__name__)
@@ -334,11 +335,11 @@ class AnnDense:
                 if self._index is not None and n:
                     self._index.remove(keys.astype(np.uint64))
             added = [r for r, op in final.items() if op == "add"]
-            for i in range(0, len(added), 500):
+            for part in batched(added, 500):
                 keys, blobs = [], []
                 for rowid, chunk, blob in c.execute(
                         "SELECT page_rowid, chunk, vector FROM page_vectors WHERE page_rowid IN "
-                        "(SELECT value FROM json_each(?))", (json.dumps(added[i:i + 500]),)):
+                        "(SELECT value FROM json_each(?))", (json.dumps(part),)):
                     keys.append((rowid << _CHUNK_BITS) + chunk)
                     blobs.append(blob)
                 if blobs:

@@ -40,6 +40,7 @@ import numpy as np
 from pilar.errors import StoreError
 from pilar.migrations import migration_files
 from pilar.model import IndexedPages, Page, Scope
+from pilar.parts import batched
 from pilar.retrieval import query_terms
 
 MAX_KNN = 10_000
@@ -306,8 +307,7 @@ class ElasticsearchPageIndex:
         """``{unit_id: (dim,) float32}`` from the units index (one ``mget``
         per 1,000 ids)."""
         out = {}
-        for i in range(0, len(unit_ids), 1000):
-            chunk = unit_ids[i:i + 1000]
+        for chunk in batched(unit_ids, 1000):
             docs = self._call("read unit vectors", self.client.mget, index=self.units_alias,
                               ids=chunk, source=["vector"], filter_path="docs._id,docs._source")
             for doc in docs.get("docs", []):
@@ -387,8 +387,7 @@ class ElasticsearchPageIndex:
         ``num_candidates``)."""
         out = {pid: 0.0 for pid in page_ids}
         ids = list(out)
-        for i in range(0, len(ids), MAX_KNN // 2):
-            chunk = ids[i:i + MAX_KNN // 2]
+        for chunk in batched(ids, MAX_KNN // 2):
             for pid, s in self._hits("kNN search", knn=_knn(
                     query, len(chunk), [{"ids": {"values": chunk}}]), size=len(chunk)):
                 out[pid] = _cosine(s)

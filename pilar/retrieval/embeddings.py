@@ -32,9 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pilar.config import DEFAULT_EMBEDDING_MODEL
+from pilar.config import DEFAULT_EMBEDDING_MODEL, Settings
 from pilar.errors import ConfigError
 from pilar.model import ParsedDocument, Unit
+from pilar.parts import batched
 from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
                                            QueryEncoderError, export)
 
@@ -144,6 +145,20 @@ class Embedder:
         # across threads and encode() changes max_seq_length while it runs;
         # whoever else calls the tokenizer (token counting) holds it too
         self.lock = threading.RLock()
+
+    @classmethod
+    def of(cls, settings: Settings) -> "Embedder":
+        """The embedder of ``settings``: ``PILAR_EMBEDDING_MODEL`` on
+        ``PILAR_EMBEDDING_DEVICE``, its vector cache at
+        ``PILAR_HOME/vector-cache.sqlite`` with ``PILAR_EMBEDDING_CACHE``,
+        questions on ONNX Runtime (export in ``PILAR_MODELS_DIR``, default
+        ``PILAR_HOME/models``) with ``PILAR_QUERY_ENCODER=onnx``."""
+        s = settings
+        return cls(s.embedding_model, s.embedding_batch_size, device=s.embedding_device,
+                   cache=VectorCache(s.home / "vector-cache.sqlite") if s.embedding_cache
+                   else None,
+                   onnx_dir=(s.models_dir or s.home / "models")
+                   if s.query_encoder == "onnx" else None)
 
     @property
     def key(self) -> str:
@@ -334,8 +349,7 @@ class VectorCache:
         by_key = {k: t for t, k in keys.items()}
         out: dict[str, np.ndarray] = {}
         items = list(by_key)
-        for i in range(0, len(items), 500):
-            chunk = items[i:i + 500]
+        for chunk in batched(items, 500):
             rows = self.conn.execute(
                 f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
                 chunk)

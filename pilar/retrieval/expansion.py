@@ -148,8 +148,12 @@ class GraphRetriever:
         (:func:`query_entities`) that are not hubs, the hubs (mentioned on
         more than ``hub_pages`` pages, :meth:`GraphStore.mention_pages`), the
         pages the graph reaches from the former
-        (:meth:`GraphStore.expansion_pages`; None without any) and the pages
-        mentioning each named entity."""
+        (:meth:`GraphStore.expansion_pages`; None without any), each page's
+        path from the entity reaching it that is a name a bridge may carry
+        (:func:`~pilar.retrieval.chains.bridge_name`), the most specific
+        first (fewest pages: a page naming both "Call sign" and ``VQAR7`` is
+        reached by the call sign's value, not by the field label), and the
+        pages mentioning each named entity."""
         named = query_entities(question, self.graph, self.s.entity_match,
                                collections=scope.collections if scope else None)
         if not named:
@@ -159,7 +163,8 @@ class GraphRetriever:
         hubs = [e for e in named if pages[e[0]] > self.s.hub_pages]
         if not entities:
             return entities, hubs, None, pages
-        return entities, hubs, self.graph.expansion_pages([e for e, _, _ in entities],
+        specific = sorted(entities, key=lambda e: (not bridge_name(e[0], e[1]), pages[e[0]]))
+        return entities, hubs, self.graph.expansion_pages([e for e, _, _ in specific],
                                                           self.s.expansion_limit), pages
 
     def _local_prior(self, pool: list[RankedPage], seeds: list[RankedPage],

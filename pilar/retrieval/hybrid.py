@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pilar.config import Settings
 from pilar.graph import GraphStore
 from pilar.model import Document, RankedPage, Scope
+from pilar.parts import doc_of, split_page_id
 from pilar.retrieval import PageIndex
 from pilar.retrieval.embeddings import Embedder
 
@@ -82,7 +83,7 @@ class HybridRetriever:
                     [pid for pid in pool if pid not in dense_top]) as rest:
             docs = self.visible(pool, scope)
         dense = {**dense_top, **rest.result()}
-        candidates = [pid for pid in pool if pid.rpartition(":")[0] in docs]
+        candidates = [pid for pid in pool if doc_of(pid) in docs]
         norm = min_max({pid: bm25.get(pid, 0.0) for pid in candidates})
         scored = sorted(
             ((s.bm25_weight * norm[pid] + s.dense_weight * dense[pid], pid) for pid in candidates),
@@ -96,7 +97,7 @@ class HybridRetriever:
         ``scope`` (BM25 min-max normalised over them) for ``question``, best
         first: the base scorer over a given candidate set."""
         docs = self.visible(page_ids, scope)
-        page_ids = [pid for pid in page_ids if pid.rpartition(":")[0] in docs]
+        page_ids = [pid for pid in page_ids if doc_of(pid) in docs]
         query = self.embedder.query(question)
         dense = self.index.dense_for(query, page_ids)
         bm25 = self.index.bm25_for(question, page_ids)
@@ -109,7 +110,7 @@ class HybridRetriever:
     def visible(self, page_ids: list[str], scope: Scope | None = None) -> dict[str, Document]:
         """``{doc_id: Document}`` of the documents behind ``page_ids`` that are
         ``ready`` and within ``scope``: one graph read."""
-        doc_ids = list(dict.fromkeys(pid.rpartition(":")[0] for pid in page_ids))
+        doc_ids = list(dict.fromkeys(doc_of(pid) for pid in page_ids))
         if not doc_ids:
             return {}
         return {d.doc_id: d for d in self.graph.documents(doc_ids)
@@ -118,10 +119,10 @@ class HybridRetriever:
     def _ranked(self, scored, norm, dense, bm25, docs: dict[str, Document]) -> list[RankedPage]:
         out = []
         for score, pid in scored:
-            doc_id, _, number = pid.rpartition(":")
+            doc_id, number = split_page_id(pid)
             uri, title = docs[doc_id].uri, docs[doc_id].title
             out.append(RankedPage(
-                page_id=pid, doc_id=doc_id, number=int(number), score=round(score, 6),
+                page_id=pid, doc_id=doc_id, number=number, score=round(score, 6),
                 source=uri, title=title, bm25=round(norm[pid], 6), dense=round(dense[pid], 6),
                 trace={"bm25_raw": round(bm25.get(pid, 0.0), 4), "base": round(score, 6)},
             ))

@@ -14,6 +14,7 @@ import json
 import numpy as np
 
 from pilar.model import IndexedPages, Page, Scope
+from pilar.parts import batched
 from pilar.retrieval import query_terms
 from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
 from pilar.db import SqliteDatabase
@@ -83,8 +84,7 @@ class SqlitePageIndex:
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
         """``{unit_id: (dim,) float32}`` for the units embedded at ingest."""
         out = {}
-        for i in range(0, len(unit_ids), 500):
-            chunk = unit_ids[i:i + 500]
+        for chunk in batched(unit_ids, 500):
             marks = ",".join("?" * len(chunk))
             for uid, blob in self.db.conn.execute(
                     f"SELECT unit_id, vector FROM page_vectors WHERE unit_id IN ({marks})", chunk):

@@ -9,7 +9,6 @@ backend; and BM25 over a handful of such texts (:func:`bm25_scores`)."""
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -18,9 +17,9 @@ from functools import lru_cache
 import numpy as np
 import snowballstemmer
 
+from pilar.parts import words
 from pilar.retrieval import STOPWORDS
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _STEMMERS = threading.local()  # a snowballstemmer stemmer keeps state between calls
 
 
@@ -39,7 +38,7 @@ def _stem(w: str) -> str | None:
 def tokens(text: str) -> tuple[str, ...]:
     """Lower-cased content-word tokens, Porter-stemmed, stopwords left out;
     cached, since the same units are scored again and again."""
-    stems = map(_stem, _WORD.findall(text.lower()))
+    stems = map(_stem, words(text.lower()))
     return tuple(w for w in stems if w)
 
 

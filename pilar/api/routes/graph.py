@@ -14,6 +14,7 @@ from pilar.api.models import (CypherRequest, CypherResponse, EntityList, EntityO
 from pilar.config import Settings
 from pilar.graph.explore import MAX_DEPTH
 from pilar.graph.neo4j_guard import RULES
+from pilar.parts import split_page_id
 
 
 def neighborhood_out(found, titles: dict[str, str] | None = None) -> NeighborhoodOut:
@@ -21,8 +22,8 @@ def neighborhood_out(found, titles: dict[str, str] | None = None) -> Neighborhoo
     (``{doc_id: title}``) names the pages' documents."""
     pages = []
     for pid in found.pages:
-        doc_id, _, number = pid.rpartition(":")
-        pages.append(PageRef(page_id=pid, doc_id=doc_id, number=int(number),
+        doc_id, number = split_page_id(pid)
+        pages.append(PageRef(page_id=pid, doc_id=doc_id, number=number,
                              title=(titles or {}).get(doc_id, "")))
     return NeighborhoodOut.model_validate({
         "entities": found.entities, "assertions": found.assertions, "same_as": found.same_as,

@@ -5,7 +5,7 @@ function-calling schema. The body is the request model of every face
 # no ``from __future__ import annotations``: FastAPI reads the body model
 # from the route's annotations, and the model is built per settings.
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
 from pilar.api import scoping
@@ -45,9 +45,12 @@ def routes(settings: Settings) -> APIRouter:
                  responses={**RATE_LIMITED, 404: {"model": Problem, "description":
                             "the collections or documents named hold no document"}})
     def search(pilar: PilarDep, caller: Caller, paths: PathsDep,
-               req: SearchRequest) -> SearchResponse:
+               req: SearchRequest) -> Response:
         """Rank pages and pack cited evidence within ``budget_tokens`` (PILAR §3.4-3.5)."""
-        return run_search(pilar, caller, req, paths.shown)
+        # the JSON is written here, on the search's thread: FastAPI would check the
+        # response model again, on another turn of the thread pool
+        found = run_search(pilar, caller, req, paths.shown)
+        return Response(found.model_dump_json(by_alias=True), media_type="application/json")
 
     @router.get("/tools")
     def tools(caller: Caller) -> list[dict]:

@@ -1,0 +1,60 @@
+"""Small helpers that split and group, one of each for every layer: the
+words of a text, a list in batches, a page id's parts, clusters of joined
+items (union-find)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` (runs of Unicode letters, digits and ``_``),
+    lower-cased, in order, repeats kept."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in slices of at most ``size`` (> 0), in order."""
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def split_page_id(page_id: str) -> tuple[str, int]:
+    """``(doc_id, number)`` of a page id ``doc_id:number``; raises
+    ``ValueError`` when ``page_id`` has no ``:`` or no number after it."""
+    doc_id, sep, number = page_id.rpartition(":")
+    if not sep or not number.isdigit():
+        raise ValueError(f"page id {page_id!r} is not doc_id:number")
+    return doc_id, int(number)
+
+
+def doc_of(page_id: str) -> str:
+    """The document id of a page id ``doc_id:number`` (unchecked)."""
+    return page_id.rpartition(":")[0]
+
+
+class UnionFind:
+    """Clusters of ``n`` items joined pairwise; :meth:`find` gives a
+    cluster's smallest member (path halving)."""
+
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        parent = self.parent
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        """Join the clusters of ``a`` and ``b``."""
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)

@@ -1,0 +1,35 @@
+"""The one helper of each kind (pilar/parts.py): words, batches, page ids,
+union-find clusters."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilar.parts import UnionFind, batched, doc_of, split_page_id, words
+
+
+def test_words_are_lower_cased_unicode_runs_in_order():
+    assert words("Who won the 2014 Übung_Cup, São Paulo?") == \
+        ["who", "won", "the", "2014", "übung_cup", "são", "paulo"]
+    assert words(" -- ") == []
+
+
+def test_batched_keeps_order_and_cuts_the_last_batch_short():
+    assert [list(b) for b in batched(list(range(7)), 3)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(batched([], 3)) == []
+
+
+def test_page_ids_split_at_the_last_colon():
+    assert split_page_id("abc:def:12") == ("abc:def", 12)
+    assert doc_of("abc:def:12") == "abc:def"
+    for bad in ("abc", "abc:", "abc:x1"):
+        with pytest.raises(ValueError, match="is not doc_id:number"):
+            split_page_id(bad)
+
+
+def test_union_find_roots_are_the_smallest_member():
+    uf = UnionFind(6)
+    uf.union(4, 2)
+    uf.union(5, 4)
+    uf.union(1, 3)
+    assert [uf.find(i) for i in range(6)] == [0, 1, 2, 1, 2, 2]
