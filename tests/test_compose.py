@@ -1,7 +1,10 @@
 """docker-compose.yml against the Compose Specification's JSON schema (the
 copy vendored, with its licence, in the check-jsonschema package), and
-private by default: no backend published beyond loopback, the api the only
-port on every interface, no literal secret, LOAD CSV closed in Neo4j."""
+private by default: no backend published beyond loopback, the proxy the only
+port on every interface, no literal secret, LOAD CSV closed in Neo4j. Two api
+replicas behind the proxy (deploy/nginx.conf, parsed with nginx's own
+crossplane parser) and a worker service, sharing nothing but the stores and
+the uploads volume."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import json
 import re
 from importlib import resources
 
+import crossplane
 import jsonschema
 import yaml
 
@@ -81,8 +85,9 @@ def _published(entry) -> tuple[str, str] | None:
 def test_only_the_api_is_published_beyond_loopback():
     published = {name: [_published(p) for p in s.get("ports", [])] for name, s in _services().items()}
     everywhere = {name for name, ports in published.items() if any(a not in LOOPBACK for a, _ in ports)}
-    assert everywhere == {"api"}, published
-    assert published["api"] == [("*", "8080")]
+    assert everywhere == {"proxy"}, published
+    assert published["proxy"] == [("*", "8080")]
+    assert published["api"] == published["worker"] == []  # reached through the proxy only
     assert published.get("elasticsearch", []) == []  # security off: the compose network only
     assert published["neo4j"] == [("127.0.0.1", "7687"), ("127.0.0.1", "7474")]
 
@@ -129,3 +134,57 @@ def test_neo4j_closes_load_csv_as_the_test_server_does():
                     "GraphDatabaseSettings.load_csv_file_url_root",
                     'GraphDatabaseInternalSettings.cypher_ip_blocklist'):
         assert setting in launcher
+
+
+def _directives(block: list[dict], name: str) -> list[dict]:
+    """The directives called ``name`` in a crossplane ``block``, at any depth."""
+    out = []
+    for d in block:
+        if d["directive"] == name:
+            out.append(d)
+        out += _directives(d.get("block", []), name)
+    return out
+
+
+def test_two_api_replicas_behind_the_proxy():
+    services = _services()
+    proxy, api, worker = services["proxy"], services["api"], services["worker"]
+    assert proxy["image"].startswith("nginx:")
+    assert api["deploy"]["replicas"] == 2 and worker["deploy"]["replicas"] == 1
+    (mount,) = proxy["volumes"]
+    source, target, mode = mount.split(":")
+    assert (target, mode) == ("/etc/nginx/nginx.conf", "ro")
+    parsed = crossplane.parse(str(ROOT / source), combine=True)
+    assert parsed["status"] == "ok", parsed["errors"]
+    config = parsed["config"][0]["parsed"]
+    (upstream,) = _directives(config, "upstream")
+    (server,) = _directives(upstream["block"], "server")
+    port = api["command"][api["command"].index("--port") + 1]
+    assert server["args"] == [f"api:{port}", "resolve"]  # every replica, re-resolved
+    assert api["expose"] == [port]
+    (listen,) = _directives(config, "listen")
+    assert proxy["ports"] == [f"8080:{listen['args'][0]}"]
+    (proxied,) = _directives(config, "proxy_pass")
+    assert proxied["args"] == [f"http://{upstream['args'][0]}"]
+    # server-sent events pass as they come; uploads as large as the api takes
+    assert _directives(config, "proxy_buffering")[0]["args"] == ["off"]
+    assert _directives(config, "proxy_request_buffering")[0]["args"] == ["off"]
+    body = _directives(config, "client_max_body_size")[0]["args"][0]
+    assert body.endswith("m") and int(body[:-1]) * 2**20 >= 2**30  # PILAR_API_MAX_UPLOAD_BYTES
+    host = _directives(config, "proxy_set_header")
+    assert ["Host", "$http_host"] in [d["args"] for d in host]  # /mcp checks the Host
+
+
+def test_replicas_and_workers_share_only_the_stores_and_the_uploads():
+    services = _services()
+    api, worker = _environment(services["api"]), _environment(services["worker"])
+    for env in (api, worker):
+        assert env["PILAR_GRAPH"] == "neo4j"  # job records are Job nodes there
+        assert env["PILAR_UPLOAD_DIR"] == "/uploads"
+    assert api["PILAR_API_INGEST_WORKER"] == "false"  # ingest runs in the worker service
+    assert worker["PILAR_RAY_ADDRESS"] == "${PILAR_RAY_ADDRESS:-}"
+    named = set(yaml.safe_load((ROOT / "docker-compose.yml").read_text())["volumes"])
+    for name in ("api", "worker"):
+        volumes = [v.split(":")[0] for v in services[name]["volumes"]]
+        assert [v for v in volumes if v in named] == ["uploads"], name  # no shared home
+    assert "/data" not in " ".join(services["api"]["volumes"] + services["worker"]["volumes"])

@@ -177,3 +177,31 @@ def test_an_ingest_told_to_stop_or_cancel_keeps_exactly_what_it_reported(tmp_pat
         sorted(r.doc_id for r in reported if r.doc_id)
     assert len(p.docs(collections=["other"])) < len(html[8:])
     p.close()
+
+
+def test_a_served_job_on_ray_gives_the_same_store_counts_as_local(local_ray, tmp_path,
+                                                                  two_ways):
+    """PILAR_RAY_ADDRESS: the ingest worker of ``pilar serve`` runs a job's
+    parses and embeddings as Ray tasks (its process a driver of the cluster)."""
+    import ray._private.state
+
+    from tests.api.shared import FULL, upload
+    from tests.serving import ApiServer, wait_job
+
+    server = ApiServer(tmp_path / "served", {"PILAR_API_KEYS": FULL, "PILAR_API_RATE_LIMIT": "",
+                                             "PILAR_RAY_ADDRESS": local_ray}).start()
+    try:
+        with server.client(FULL) as client:
+            done = wait_job(client, upload(client, SMALL, "default")["job_id"])
+    finally:
+        server.stop()
+    assert done["state"] == "done" and done["counts"] == {"ingested": 3}, done
+    drivers = [j["Entrypoint"] for j in ray._private.state.jobs()]
+    assert any("pilar worker" in d for d in drivers), drivers  # the job's worker ran on Ray
+    p = Pilar(home=tmp_path / "served")
+    local = two_ways[0][0]
+    assert p.stats() == local.stats()
+    a, b = _vectors(p), _vectors(local)
+    assert a.keys() == b.keys()
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+    p.close()

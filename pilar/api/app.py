@@ -16,7 +16,8 @@ from pilar import Pilar, __version__
 from pilar.api import problems
 from pilar.api.auth import Keyring, parse_keys
 from pilar.api.ingest_service import start_worker, stop_worker
-from pilar.api.jobs import EvalRunner, JobStore
+from pilar.api.job_stores import open_job_store
+from pilar.api.jobs import EvalRunner
 from pilar.api.mcp_server import build_mcp
 from pilar.api.paths import ServerPaths
 from pilar.api.ratelimit import RateLimiter
@@ -147,7 +148,7 @@ def create_app(pilar: Pilar) -> FastAPI:
     keyring = Keyring(parse_keys(settings.api_keys))
     paths = ServerPaths.of(settings)
     limiter = RateLimiter(settings.api_rate_limit)
-    mcp = build_mcp(pilar, keyring, paths, limiter)
+    mcp = build_mcp(pilar, keyring, paths, limiter, jobs=lambda: app.state.jobs)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                       json_response=True,
                                       transport_security=_mcp_security(settings))
@@ -156,7 +157,7 @@ def create_app(pilar: Pilar) -> FastAPI:
     async def lifespan(app: FastAPI):
         # blocking routes run on anyio's thread pool: at most api_threads at once per process
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.api_threads
-        store = JobStore(settings.home / "jobs.sqlite", settings.job_lease_seconds)
+        store = open_job_store(settings)
         failed = store.fail_orphans("eval", ("queued", "running", "cancelling"))
         if failed:
             log.warning("marked %d unfinished evaluation(s) failed (server restarted)",

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from pilar import Pilar
+from pilar.api.job_stores import open_job_store
 from pilar.api.jobs import (CANCELLED, STORED, JobStore, LeaseLost, counts, discard_unstored,
                             ended, now)
 from pilar.api.models import ENDED, Job
@@ -210,7 +211,8 @@ class IngestService:
 
 def run_worker(parent: int | None = None) -> None:
     """The ``pilar worker`` process: settings from the environment, jobs
-    from ``PILAR_HOME/jobs.sqlite``, until SIGTERM or SIGINT. With
+    from the configured stack's job store (:func:`~pilar.api.job_stores.open_job_store`:
+    Neo4j's ``Job`` nodes, or ``PILAR_HOME/jobs.sqlite``), until SIGTERM or SIGINT. With
     ``parent`` (the pid of the server that started it) it dies with that
     process. Raises :class:`~pilar.errors.ConfigError` for a bad setting."""
     if parent is not None:
@@ -223,7 +225,7 @@ def run_worker(parent: int | None = None) -> None:
     nice = pilar.settings.ingest_nice
     if nice:
         os.nice(nice)
-    store = JobStore(pilar.settings.home / "jobs.sqlite", pilar.settings.job_lease_seconds)
+    store = open_job_store(pilar.settings)
     service = IngestService(pilar, store)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stopped.set())

@@ -1,8 +1,12 @@
-"""Job records and the queue they make: one SQLite file (``PILAR_HOME/jobs.sqlite``,
-WAL) shared by the API's processes and the ingest worker.
+"""Job records and the queue they make, in a :class:`JobStore` shared by the
+API's processes and the ingest workers: on the embedded default one SQLite
+file (``PILAR_HOME/jobs.sqlite``, :mod:`pilar.api.job_store_sqlite`); with
+the graph on Neo4j, ``Job`` nodes there (:mod:`pilar.api.job_store_neo4j`),
+so replicas with homes of their own, on any host, share one queue
+(:func:`pilar.api.job_stores.open_job_store` picks by ``PILAR_GRAPH``).
 
 ``POST /v1/documents`` streams the uploaded files into
-``PILAR_HOME/uploads/<job>/`` (:mod:`pilar.api.uploads`) or takes
+``PILAR_UPLOAD_DIR/<job>/`` (:mod:`pilar.api.uploads`) or takes
 server-side paths, and records a ``queued`` job (:meth:`JobStore.create`):
 the API never parses. The ingest worker, a process beside the API
 (:mod:`pilar.api.ingest_service`, ``pilar worker``), claims jobs from this
@@ -43,12 +47,10 @@ import logging
 import os
 import queue
 import socket
-import sqlite3
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 
 from pilar.api.models import Job, JobFile, JobProgress, JobState, now
@@ -61,27 +63,6 @@ RESTARTED = "the server stopped before this evaluation finished"
 CANCELLED = "the job was cancelled before this file was stored"
 STORED = ("ingested", "replaced", "unchanged", "new_source")
 """File statuses of a job whose bytes are a stored document's source."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_id     TEXT PRIMARY KEY,
-    state      TEXT NOT NULL,
-    owner_pid  INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    record     TEXT NOT NULL
-);
-"""
-_COLUMNS = {"kind": "TEXT NOT NULL DEFAULT 'ingest'",
-            "owner": "TEXT NOT NULL DEFAULT ''",
-            "paths": "TEXT NOT NULL DEFAULT '[]'",
-            "holder": "TEXT NOT NULL DEFAULT ''",
-            "lease_until": "REAL NOT NULL DEFAULT 0"}
-"""Columns added since the first version of the table (added to an older file on open)."""
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
-CREATE INDEX IF NOT EXISTS jobs_owner ON jobs(owner, created_at);
-"""
-
 
 def counts(files: list[JobFile]) -> dict[str, int]:
     """How many of ``files`` have each status."""
@@ -105,168 +86,83 @@ class LeaseLost(Exception):
     """This worker's lease on a job ran out and another worker holds it now."""
 
 
-class JobStore:
-    """Job records (:class:`~pilar.api.models.Job` as JSON) in ``path``, one
-    SQLite file (WAL) shared by the server's processes and its ingest
-    workers, each change one transaction. Thread-safe. Beside each record:
-    its ``owner`` (who submitted it: :func:`pilar.api.ratelimit.caller_id`,
-    a digest, never shown), the server paths of its files and the lease of
-    the worker running it (``lease_seconds`` long, held by :attr:`holder`:
-    host, process and a random part, so ids never collide across hosts)."""
+HOST = socket.gethostname()
 
-    def __init__(self, path: Path, lease_seconds: float = 30.0):
+Claimed = tuple[Job, str, list[Path]]
+"""What :meth:`JobStore.claim` gives: ``(job, owner, its files' server paths)``."""
+
+
+class JobStore(ABC):
+    """Job records (:class:`~pilar.api.models.Job`) shared by the server's
+    processes and its ingest workers, each change one transaction. Thread-safe.
+    Beside each record: its ``owner`` (who submitted it:
+    :func:`pilar.api.ratelimit.caller_id`, a digest, never shown), the server
+    paths of its files, the process that runs it (an evaluation's) and the
+    lease of the worker running it (``lease_seconds`` long, held by
+    :attr:`holder`: host, process and a random part, so ids never collide
+    across hosts). On SQLite (:class:`~pilar.api.job_store_sqlite.SqliteJobStore`)
+    and on Neo4j (:class:`~pilar.api.job_store_neo4j.Neo4jJobStore`)."""
+
+    def __init__(self, lease_seconds: float = 30.0):
         self.lease_seconds = lease_seconds
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._lock = threading.Lock()
-        c = self._conn
-        c.executescript(_SCHEMA)
-        have = {row[1] for row in c.execute("PRAGMA table_info(jobs)")}
-        for name, decl in _COLUMNS.items():
-            if name not in have:
-                try:
-                    c.execute(f"ALTER TABLE jobs ADD COLUMN {name} {decl}")
-                except sqlite3.OperationalError:  # another process added it meanwhile
-                    pass
-        c.executescript(_INDEXES)
+        self.holder = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``: other processes wait)."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _put(self, c: sqlite3.Connection, job: Job, pid: int | None = None) -> None:
-        job.updated_at = now()
-        if pid is None:
-            c.execute("UPDATE jobs SET state = ?, record = ? WHERE job_id = ?",
-                      (job.state, job.model_dump_json(), job.job_id))
-        else:
-            c.execute("UPDATE jobs SET state = ?, record = ?, owner_pid = ? WHERE job_id = ?",
-                      (job.state, job.model_dump_json(), pid, job.job_id))
-
+    @abstractmethod
     def create(self, job: Job, owner: str, paths: list[Path] = ()) -> Job:
         """Record the new ``job`` of ``owner`` (its files' server ``paths``,
         in order), entering its state (``queued``)."""
-        job.enter(job.state)
-        job.updated_at = now()
-        with self._write() as c:
-            c.execute("INSERT INTO jobs (job_id, kind, state, owner, owner_pid, created_at, "
-                      "paths, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                      (job.job_id, job.kind, job.state, owner, os.getpid(), job.created_at,
-                       json.dumps([str(p) for p in paths]), job.model_dump_json()))
-        return job
 
+    @abstractmethod
     def get(self, job_id: str) -> Job | None:
         """The record of ``job_id``, None when there is none."""
-        with self._lock:
-            row = self._conn.execute("SELECT record FROM jobs WHERE job_id = ?",
-                                     (job_id,)).fetchone()
-        return Job.model_validate_json(row[0]) if row else None
 
+    @abstractmethod
     def state(self, job_id: str) -> JobState | None:
         """The state of ``job_id`` (one small read), None when there is none."""
-        with self._lock:
-            row = self._conn.execute("SELECT state FROM jobs WHERE job_id = ?",
-                                     (job_id,)).fetchone()
-        return row[0] if row else None
 
+    @abstractmethod
     def update(self, job_id: str, change: Callable[[Job], None], claim: bool = False,
                hold: bool = False) -> Job:
         """Apply ``change`` to the stored record of ``job_id`` and save it,
         in one transaction; with ``claim`` this process becomes the job's
-        holder (an evaluation's); with ``hold`` only while this worker holds
+        runner (an evaluation's); with ``hold`` only while this worker holds
         the job's lease, which is renewed (:class:`LeaseLost` otherwise,
-        nothing changed). Returns the saved record; raises ``KeyError`` for
-        an unknown job."""
-        with self._write() as c:
-            row = c.execute("SELECT record, holder FROM jobs WHERE job_id = ?",
-                            (job_id,)).fetchone()
-            if row is None:
-                raise KeyError(job_id)
-            if hold and row[1] != self.holder:
-                raise LeaseLost(job_id)
-            job = Job.model_validate_json(row[0])
-            change(job)
-            self._put(c, job, os.getpid() if claim else None)
-            if hold:
-                c.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ?",
-                          (time.time() + self.lease_seconds, job_id))
-        return job
+        nothing changed). ``change`` may be called again on a fresh copy when
+        the store retries the transaction. Returns the saved record; raises
+        ``KeyError`` for an unknown job."""
 
+    @abstractmethod
     def renew(self, job_id: str) -> bool:
         """Extend this worker's lease on ``job_id`` by :attr:`lease_seconds`;
         False when it holds the lease no more (another worker took the job up)."""
-        with self._write() as c:
-            return c.execute("UPDATE jobs SET lease_until = ? WHERE job_id = ? AND holder = ?",
-                             (time.time() + self.lease_seconds, job_id,
-                              self.holder)).rowcount == 1
 
+    @abstractmethod
     def owned(self, owner: str, states: list[str] | None = None) -> list[Job]:
         """The jobs of ``owner`` (in ``states`` when given), newest first."""
-        sql, params = "SELECT record FROM jobs WHERE owner = ?", [owner]
-        if states:
-            sql += " AND state IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(states))
-        with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY created_at DESC, rowid DESC",
-                                      params).fetchall()
-        return [Job.model_validate_json(r[0]) for r in rows]
 
-    def claim(self, after: str | None) -> tuple[Job, str, list[Path]] | None:
+    @abstractmethod
+    def claim(self, after: str | None) -> Claimed | None:
         """The ingest job to work on next, for this worker: round-robin over
         the owners with runnable jobs (queued; running or cancelling held by
         this worker between two slices, or by a worker whose lease has run
-        out), taking the first owner after ``after`` in their order
-        (wrapping round), and that owner's oldest such job, leased to this
-        worker. A queued job enters ``running``; a job taken from a worker
-        whose lease ran out resumes: its files that worker had begun are
-        queued again. ``(job, owner, paths)``, or None when no job waits."""
-        with self._write() as c:
-            rows = c.execute(
-                "SELECT job_id, owner FROM jobs WHERE kind = 'ingest' AND (state = 'queued' "
-                "OR (state IN ('running', 'cancelling') AND (holder = ? OR lease_until < ?))) "
-                "ORDER BY created_at, rowid", (self.holder, time.time())).fetchall()
-            if not rows:
-                return None
-            first: dict[str, str] = {}
-            for job_id, owner in rows:
-                first.setdefault(owner, job_id)
-            owners = sorted(first)
-            owner = next((o for o in owners if after is not None and o > after), owners[0])
-            job_id = first[owner]
-            record, paths, holder = c.execute(
-                "SELECT record, paths, holder FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-            job = Job.model_validate_json(record)
-            if job.state == "queued":
-                job.enter("running")
-            elif holder != self.holder:  # its worker's lease ran out: resumed here
-                log.warning("ingest job %s resumed: the lease of %s ran out", job_id, holder)
-                for f in job.files:
-                    if f.status == "running":
-                        f.status = "queued"
-                job.counts = counts(job.files)
-            self._put(c, job, os.getpid())
-            c.execute("UPDATE jobs SET holder = ?, lease_until = ? WHERE job_id = ?",
-                      (self.holder, time.time() + self.lease_seconds, job_id))
-        return job, owner, [Path(p) for p in json.loads(paths)]
+        out: :func:`claimable`), taking the first owner after ``after`` in
+        their order (wrapping round), and that owner's oldest such job
+        (:func:`pick`), leased to this worker (:func:`take`). Atomic: two
+        workers never hold one job. ``(job, owner, paths)``, or None when no
+        job waits."""
 
+    @abstractmethod
     def waiting(self, besides: str) -> bool:
         """Whether an owner other than ``besides`` has an ingest job queued or running."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT 1 FROM jobs WHERE kind = 'ingest' AND state IN ('queued', 'running') "
-                "AND owner != ? LIMIT 1", (besides,)).fetchone()
-        return row is not None
+
+    @abstractmethod
+    def unfinished(self, kind: str, states: tuple[str, ...]) -> list[tuple[str, str]]:
+        """``(job_id, runner)`` of the ``kind`` jobs in ``states``; ``runner``
+        is ``host:pid`` of the process that created or ran the job (:func:`runner`)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the store's connection."""
 
     def cancel(self, job_id: str) -> Job:
         """Cancel ``job_id``: a queued job is ``cancelled`` at once (its files
@@ -286,16 +182,14 @@ class JobStore:
         return self.update(job_id, change)
 
     def fail_orphans(self, kind: str, states: tuple[str, ...]) -> list[Job]:
-        """Mark ``failed`` the ``kind`` jobs in ``states`` held by processes of
+        """Mark ``failed`` the ``kind`` jobs in ``states`` run by processes of
         this host that no longer run (a restart or a crash: evaluations run in
-        the server's process); returns them."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT job_id, owner_pid FROM jobs WHERE kind = ? AND state IN "
-                "(SELECT value FROM json_each(?))", (kind, json.dumps(states))).fetchall()
+        the server's process; another host's are left to it); returns them."""
         failed = []
-        for job_id, pid in rows:
-            if pid != os.getpid() and _alive(pid):
+        for job_id, ran_by in self.unfinished(kind, states):
+            host, _, pid = ran_by.rpartition(":")
+            if host != HOST or not pid.isdigit() or \
+                    (int(pid) != os.getpid() and _alive(int(pid))):
                 continue
 
             def change(job: Job) -> None:
@@ -312,8 +206,43 @@ class JobStore:
                 failed.append(job)
         return failed
 
-    def close(self) -> None:
-        self._conn.close()
+
+def runner() -> str:
+    """``host:pid`` of this process (a job's runner, :meth:`JobStore.unfinished`)."""
+    return f"{HOST}:{os.getpid()}"
+
+
+def claimable(state: str, holder: str, lease_until: float, me: str, at: float) -> bool:
+    """Whether worker ``me`` may claim an ingest job in ``state`` leased by
+    ``holder`` until ``lease_until`` (Unix seconds), at time ``at`` (the same clock)."""
+    return state == "queued" or (state in ("running", "cancelling") and
+                                 (holder == me or lease_until < at))
+
+
+def pick(rows: list[tuple[str, str]], after: str | None) -> tuple[str, str]:
+    """``(job_id, owner)`` to claim among the claimable ``rows`` (``(job_id,
+    owner)``, oldest first, at least one): the oldest job of the first owner
+    after ``after`` in the owners' order, wrapping round."""
+    first: dict[str, str] = {}
+    for job_id, owner in rows:
+        first.setdefault(owner, job_id)
+    owners = sorted(first)
+    owner = next((o for o in owners if after is not None and o > after), owners[0])
+    return first[owner], owner
+
+
+def take(job: Job, holder: str, me: str) -> None:
+    """Make ``job`` (leased by ``holder``) the claimed job of worker ``me``: a
+    queued job enters ``running``; one taken from a worker whose lease ran
+    out resumes: the files that worker had begun are queued again."""
+    if job.state == "queued":
+        job.enter("running")
+    elif holder != me:  # its worker's lease ran out: resumed here
+        log.warning("ingest job %s resumed: the lease of %s ran out", job.job_id, holder)
+        for f in job.files:
+            if f.status == "running":
+                f.status = "queued"
+        job.counts = counts(job.files)
 
 
 def _alive(pid: int) -> bool:

@@ -1,6 +1,6 @@
 """The MCP server (official ``mcp`` SDK): tools ``search``, ``answer``,
-``get_page`` and ``cypher``, served over streamable HTTP at ``/mcp`` by the
-app and over stdio by ``pilar mcp``.
+``get_page``, ``cypher``, ``ingest_paths`` and ``get_job``, served over
+streamable HTTP at ``/mcp`` by the app and over stdio by ``pilar mcp``.
 
 Agents first: ``search``'s text is the numbered packet (``[1] ...`` per
 item, its citation on one short line below: :func:`packet_text`), its
@@ -13,7 +13,10 @@ that model. A refused call is a JSON-RPC error (never a tool result):
 ``message`` the problem's detail, ``data`` the problem (the REST body of
 the same request, :func:`pilar.api.problems.described`). Tools are listed
 only when they can work for the caller: ``answer`` with a reader
-configured, ``cypher`` on Neo4j for a key not limited to collections.
+configured, ``cypher`` on Neo4j for a key not limited to collections,
+``ingest_paths`` (queue an ingest job of server files under
+``PILAR_INGEST_ROOTS``, as ``POST /v1/documents/paths``) when roots are
+configured, and ``get_job`` (a job's record, as ``GET /v1/jobs/{id}``).
 
 The tools are the REST routes' own code, so scoping and the sources shown
 (never a server path) are the same. Over HTTP every tool call is
@@ -37,8 +40,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pilar import Pilar
 from pilar.api import scoping
 from pilar.api.auth import OPEN, Access, Keyring, presented
-from pilar.api.models import (AnswerResponse, CypherRequest, CypherResponse, PageOut,
-                              SearchResponse, answer_request, search_request)
+from pilar.api.jobs import JobStore
+from pilar.api.models import (AnswerResponse, CypherRequest, CypherResponse, Job, JobAccepted,
+                              PageOut, PathsRequest, SearchResponse, answer_request,
+                              search_request)
 from pilar.api.paths import ServerPaths
 from pilar.api.problems import described, problem_body
 from pilar.api.ratelimit import RateLimiter, caller_id
@@ -48,7 +53,8 @@ INSTRUCTIONS = ("pilar searches ingested documents and returns cited evidence: c
                 "with the question; its text is a packet of numbered excerpts ([1] ..., each "
                 "followed by its source), cite them by their [n] (or call `answer` for pilar's "
                 "reader's cited answer when it is listed); open a page with `get_page`; "
-                "explore the graph with read-only `cypher` when it is listed.")
+                "explore the graph with read-only `cypher` when it is listed; queue files on "
+                "the server with `ingest_paths` and follow the job with `get_job`.")
 
 
 def packet_text(response: SearchResponse) -> str:
@@ -80,6 +86,15 @@ class PageRequest(BaseModel):
     page_id: str = Field(min_length=1, max_length=1000,
                          description="a page id `doc_id:number`, as cited by `search`")
     offset: int = Field(0, ge=0, description="index of the first support returned")
+
+
+class JobRequest(BaseModel):
+    """``get_job``'s arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(min_length=1, max_length=200,
+                        description="a job id, as `ingest_paths` (or an upload) returned it")
 
 
 class _Arguments(ArgModelBase):
@@ -117,11 +132,15 @@ class PilarMCP(MCPServer):
 
 
 def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
-              limiter: RateLimiter | None = None) -> MCPServer:
+              limiter: RateLimiter | None = None,
+              jobs: Callable[[], JobStore] | None = None) -> MCPServer:
     """An :class:`mcp.server.mcpserver.MCPServer` exposing pilar's tools,
     sources shown as ``paths`` shows them; over HTTP the ``search``,
-    ``answer`` and ``cypher`` calls count against ``limiter`` (the REST
-    routes' own, so a caller has one budget per operation)."""
+    ``answer``, ``cypher`` and ``ingest_paths`` calls count against
+    ``limiter`` (the REST routes' own, so a caller has one budget per
+    operation). ``jobs()`` gives the job store of ``ingest_paths`` and
+    ``get_job`` (not listed without it); a queued job is run by an ingest
+    worker (``pilar serve``'s, or a ``pilar worker`` on the same job store)."""
     from pilar.api.routes.answer import ANSWER_DESCRIPTION, run_answer
     from pilar.api.routes.graph import run_cypher
     from pilar.api.routes.pages import MAX_SUPPORTS_LIMIT, SUPPORTS_LIMIT, page_out
@@ -144,26 +163,38 @@ def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
         if name == "cypher":
             found = access(headers)
             return settings.graph == "neo4j" and found is not None and found.unlimited
+        if name in ("ingest_paths", "get_job"):
+            return jobs is not None and (name == "get_job" or bool(paths.roots))
         return True
 
     # warnings and errors only: the SDK's INFO records (a line per request) are noise
     server = PilarMCP(listed, name="pilar", instructions=INSTRUCTIONS, log_level="WARNING")
 
+    def headers_of(ctx: Context):
+        try:
+            return ctx.headers
+        except ValueError:  # no request context: an in-process call (stdio)
+            return None
+
+    def owner(ctx: Context) -> str:
+        """Who the call is (as REST's :func:`pilar.api.deps.owner`; the local
+        user over stdio): the owner of the jobs it queues, the unit of rate limits."""
+        headers = headers_of(ctx)
+        if headers is None:
+            return caller_id(None, "local")
+        client = getattr(ctx.request_context.request, "client", None)
+        return caller_id(presented(headers) if keyring.enabled else None,
+                         client.host if client else None)
+
     def caller(ctx: Context, operation: str | None = None) -> Access:
         """The call's access; with ``operation``, counted against the rate limit."""
-        try:
-            headers = ctx.headers
-        except ValueError:  # no request context: an in-process call
-            headers = None
+        headers = headers_of(ctx)
         found = access(headers)
         if found is None:
             raise MCPError(INVALID_PARAMS, "a valid API key is needed",
                            problem_body(401, "a valid API key is needed"))
         if headers is not None and operation and limiter is not None:
-            client = getattr(ctx.request_context.request, "client", None)
-            who = caller_id(presented(headers) if keyring.enabled else None,
-                            client.host if client else None)
-            refused = limiter.refusal(operation, who)
+            refused = limiter.refusal(operation, owner(ctx))
             if refused:
                 raise MCPError(INVALID_PARAMS, refused[0], problem_body(429, refused[0]))
         return found
@@ -211,6 +242,17 @@ def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
             raise MCPError(INVALID_PARAMS, detail, problem_body(403, detail))
         return run_cypher(pilar, req)
 
+    def ingest_paths(req: PathsRequest, ctx: Context) -> JobAccepted:
+        from pilar.api.routes.documents import paths_job
+
+        return paths_job(jobs(), paths, caller(ctx, "upload"), owner(ctx), req)
+
+    def get_job(req: JobRequest, ctx: Context) -> Job:
+        job = jobs().get(req.job_id)
+        if job is None or not scoping.job_visible(caller(ctx), job):
+            raise MCPError(INVALID_PARAMS, "no such job", problem_body(404, "no such job"))
+        return job
+
     page_model = create_model("PageRequest", __base__=PageRequest, limit=(int, Field(
         SUPPORTS_LIMIT, ge=1, le=MAX_SUPPORTS_LIMIT,
         description=f"supports returned at most (1 to {MAX_SUPPORTS_LIMIT})")))
@@ -225,4 +267,11 @@ def build_mcp(pilar: Pilar, keyring: Keyring, paths: ServerPaths,
                    "Support, Provenance, Assertion, Entity nodes); rows as JSON, cut at `limit` "
                    "rows and at the server's byte cap (`message` says which); "
                    f"{RULES}, else it is refused.", CypherRequest, CypherResponse, cypher)
+    tool("ingest_paths", "Queue an ingest job of files or folders on the server (under its "
+                         "ingest roots open to this key) into `collection`; returns the job "
+                         "id at once. Follow it with `get_job`.", PathsRequest, JobAccepted,
+         ingest_paths)
+    tool("get_job", "A job's state (queued, running, cancelling, done, failed, cancelled), "
+                    "counts, and each file's status, reason and doc_id.", JobRequest, Job,
+         get_job)
     return server

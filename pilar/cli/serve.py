@@ -74,11 +74,15 @@ def worker(parent: Annotated[int | None, typer.Option(
                metavar="PID", help="die with this process (the server that started it)",
                hidden=True)] = None,
            home: HomeOpt = None) -> None:
-    """Run the ingest jobs that servers on this home queue (uploads, server paths).
+    """Run the ingest jobs that servers queue (uploads, server paths) on the same job store.
+
+    The job store is this home's jobs.sqlite, or with PILAR_GRAPH=neo4j the
+    Job nodes in Neo4j, shared by every server and worker on those stores.
 
     Jobs are taken fairly between API keys (round-robin, a few files at a
     time) and run as `pilar ingest` runs: parses in worker processes within
-    the parse budgets, batched embedding, one writer. `pilar serve` starts
+    the parse budgets, batched embedding, one writer (with PILAR_RAY_ADDRESS,
+    parse and embed as Ray tasks on that cluster). `pilar serve` starts
     one itself unless PILAR_API_INGEST_WORKER=false. Stops on SIGTERM or
     Ctrl-C, putting the job in progress back in the queue."""
     from pilar.api.app import server_logging
@@ -121,7 +125,10 @@ def _check_listen(host: str, port: int) -> None:
 
 @app.command()
 def mcp(home: HomeOpt = None) -> None:
-    """Serve the MCP tools (search, answer, get_page, cypher) over stdio, for agent clients."""
+    """Serve the MCP tools (search, answer, get_page, cypher, ingest_paths, get_job) over stdio.
+
+    Jobs queued with ingest_paths are run by an ingest worker on the same job
+    store (`pilar worker`, or a `pilar serve` on the same home or stores)."""
     from pilar.api.app import server_logging
     from pilar.api.auth import Keyring
     from pilar.api.mcp_server import build_mcp
@@ -131,4 +138,8 @@ def mcp(home: HomeOpt = None) -> None:
     p = _pilar(home)
     with reported():
         paths = ServerPaths.of(p.settings)
-    build_mcp(p, Keyring([]), paths).run("stdio")
+    from functools import cache
+
+    from pilar.api.job_stores import open_job_store
+
+    build_mcp(p, Keyring([]), paths, jobs=cache(lambda: open_job_store(p.settings))).run("stdio")

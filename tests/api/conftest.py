@@ -19,7 +19,7 @@ import pytest
 
 from tests.api.shared import (ALPHA, ALPHA_FILES, CORPUS, DEFAULT_FILES, FULL, MAX_FILE_BYTES,
                               MAX_UPLOAD_BYTES, READER_TIMEOUT, STACKS, TEAM_A, TEAM_B,
-                              settings_of, upload)
+                              clear_jobs, settings_of, upload)
 from tests.conftest import FIXTURES
 from tests.serving import ApiServer, wait_job
 from tests.stub_openai import StubOpenAI
@@ -69,6 +69,7 @@ def served(request, tmp_path_factory, stub_reader):
         for doc in p.docs():
             p.delete(doc.doc_id)
         p.close()
+        clear_jobs(home / "cleanup", env)
     server = ApiServer(home, env).start()
     full = server.client(FULL)
     bad = [("files", ("empty.html", b""))]

@@ -57,3 +57,16 @@ def settings_of(home, env: dict[str, str]):
     return Settings(home=home, graph=env["PILAR_GRAPH"], index=env["PILAR_INDEX"],
                     neo4j_uri=env.get("NEO4J_URI"), elasticsearch_url=env.get("ELASTICSEARCH_URL"),
                     elasticsearch_index=env.get("PILAR_ELASTICSEARCH_INDEX", "pilar"))
+
+
+def clear_jobs(home, env: dict[str, str]) -> None:
+    """Delete every job record of the Neo4j a server with ``env`` runs on
+    (``Job`` nodes: the job store outlives a test run, unlike a home's
+    ``jobs.sqlite``), so no job of an earlier run is listed or resumed."""
+    from pilar.api.job_stores import open_job_store
+
+    store = open_job_store(settings_of(home, env))
+    try:
+        store.driver.execute_query("MATCH (j:Job) DETACH DELETE j")
+    finally:
+        store.close()

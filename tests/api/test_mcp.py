@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from tests.api.shared import ALPHA, ALPHA_FILES, DEFAULT_FILES, FULL, KANPUR, doc_ids
+from tests.api.shared import (ALPHA, ALPHA_FILES, CORPUS, DEFAULT_FILES, FULL, KANPUR, TEAM_A,
+                               doc_ids)
 
 
 @pytest.fixture
@@ -31,9 +32,10 @@ def _structured(result) -> dict:
 
 
 def _tools_for(served, unlimited: bool = True) -> list[str]:
-    """The tools a key sees: ``cypher`` on Neo4j for a key of every collection."""
+    """The tools a key sees: ``cypher`` on Neo4j for a key of every collection;
+    the jobs' tools (the served server has ingest roots)."""
     cypher = ["cypher"] if served["backend"] == "neo4j" and unlimited else []
-    return sorted(["answer", "get_page", "search", *cypher])
+    return sorted(["answer", "get_page", "search", "ingest_paths", "get_job", *cypher])
 
 
 async def _refused(client, tool: str, arguments: dict):
@@ -184,3 +186,48 @@ async def test_mcp_refuses_a_bad_collection_name_and_shows_no_server_path(served
                                                      for c in body["packet"]["citations"]}
     assert sources and str(served["server"].home) not in str(body)
     assert sources <= {p.name for p in DEFAULT_FILES + ALPHA_FILES}
+
+
+@pytest.mark.anyio
+async def test_an_agent_queues_server_files_and_follows_the_job(served):
+    """``ingest_paths`` queues a job of files under the key's ingest roots (as
+    ``POST /v1/documents/paths``) and returns its id; ``get_job`` reads it;
+    another key's collection or job is refused as over REST."""
+    import asyncio
+    import shutil
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = served["server"].url + "/mcp"
+    shutil.copy(CORPUS / "204-903.html", served["roots"] / "team-a" / "agent.html")
+    given = str(served["roots"] / "team-a" / "agent.html")
+    async with httpx2.AsyncClient(headers={"X-API-Key": TEAM_A}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            queued = _structured(await client.call_tool(
+                "ingest_paths", {"paths": [given], "collection": "team-a"}))
+            job = _structured(await client.call_tool("get_job", {"job_id": queued["job_id"]}))
+            for _ in range(600):
+                if job["state"] in ("done", "failed", "cancelled"):
+                    break
+                await asyncio.sleep(0.5)
+                job = _structured(await client.call_tool("get_job",
+                                                         {"job_id": queued["job_id"]}))
+            outside = await _refused(client, "ingest_paths",
+                                     {"paths": [given], "collection": "default"})
+            missing = await _refused(client, "ingest_paths",
+                                     {"paths": [given + ".gone"], "collection": "team-a"})
+    async with httpx2.AsyncClient(headers={"X-API-Key": ALPHA}, timeout=300) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            hidden = await _refused(client, "get_job", {"job_id": queued["job_id"]})
+    assert queued["state"] == "queued" and queued["href"] == f"/v1/jobs/{queued['job_id']}"
+    assert job["state"] == "done" and job["counts"] == {"ingested": 1}, job
+    (entry,) = job["files"]
+    assert entry["name"] == given and entry["n_pages"] == 1
+    assert outside.data["status"] == 403 and missing.data["status"] == 404
+    assert (hidden.code, hidden.message, hidden.data["status"]) == (-32602, "no such job", 404)
+    rest = served["server"].client(TEAM_A)
+    assert rest.get(f"/v1/jobs/{queued['job_id']}").json()["files"] == job["files"]
+    assert rest.delete(f"/v1/documents/{entry['doc_id']}").json()["deleted"] is True
+    rest.close()

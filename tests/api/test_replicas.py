@@ -1,9 +1,11 @@
-"""Two ``pilar serve`` replicas on loopback sharing one home (job records,
-``PILAR_UPLOAD_DIR``) on the production stack (Neo4j + Elasticsearch): a job
-submitted on one is listed, followed over SSE and cancelled on the other;
-the ingest worker holding a job is SIGKILLed mid-job and another worker
-resumes it once its lease runs out, every file stored exactly once. The
-test's documents (collection ``replicas``) are deleted before and after it."""
+"""Two ``pilar serve`` replicas on loopback, each with its own ``PILAR_HOME``,
+sharing only the production stack (Neo4j, which holds the job records, and
+Elasticsearch) and ``PILAR_UPLOAD_DIR``: a job submitted on one is listed,
+followed over SSE and cancelled on the other; the ingest worker holding a
+job is SIGKILLed mid-job and a worker beside the other replica resumes it
+once its lease runs out, every file stored exactly once (the documents and
+``pilar stats`` as after a clean ingest of the same files). The test's
+documents (collection ``replicas``) are deleted before and after it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import psutil
 import pytest
 
 from pilar.api.models import now
-from tests.api.shared import FULL, settings_of, sse_events, upload
+from tests.api.shared import FULL, clear_jobs, settings_of, sse_events, upload
 from tests.conftest import FIXTURES
 from tests.processes import alive
 from tests.serving import ApiServer, wait_job
@@ -35,6 +37,30 @@ def _clear(home, env: dict[str, str]) -> None:
     for doc in p.docs(collections=[COLLECTION]):
         p.delete(doc.doc_id)
     p.close()
+
+
+def _stats(home, env: dict[str, str]) -> dict[str, int]:
+    """``pilar stats`` of the stores a server with ``env`` runs on."""
+    from pilar import Pilar
+
+    p = Pilar(settings=settings_of(home, env))
+    try:
+        return p.stats()
+    finally:
+        p.close()
+
+
+def _ingest(home, env: dict[str, str], files) -> list:
+    """``pilar ingest`` of ``files`` into :data:`COLLECTION` (a clean run)."""
+    from pilar import Pilar
+
+    p = Pilar(settings=settings_of(home, env))
+    try:
+        results = p.ingest(files, collection=COLLECTION)
+    finally:
+        p.close()
+    assert {r.status for r in results} == {"ingested"}
+    return results
 
 
 def _worker_of(server: ApiServer) -> psutil.Process:
@@ -54,10 +80,10 @@ def test_replicas_share_jobs_and_a_dead_workers_job_is_resumed(tmp_path, wtq_pag
            "ELASTICSEARCH_URL": os.environ["ELASTICSEARCH_URL"],
            "PILAR_ELASTICSEARCH_INDEX": prefix, "PILAR_UPLOAD_DIR": str(tmp_path / "uploads"),
            "PILAR_JOB_LEASE_SECONDS": "2", "PILAR_API_RATE_LIMIT": ""}
-    home = tmp_path / "home"
     _clear(tmp_path / "cleanup", env)
-    a = ApiServer(home, env).start()  # with its ingest worker
-    b = ApiServer(home, {**env, "PILAR_API_INGEST_WORKER": "false"}).start()
+    clear_jobs(tmp_path / "cleanup", env)
+    a = ApiServer(tmp_path / "home-a", env).start()  # with its ingest worker
+    b = ApiServer(tmp_path / "home-b", {**env, "PILAR_API_INGEST_WORKER": "false"}).start()
     spare = None
     pages = sorted(wtq_pages.glob("*.html"))[:20]
     try:
@@ -86,7 +112,7 @@ def test_replicas_share_jobs_and_a_dead_workers_job_is_resumed(tmp_path, wtq_pag
             while alive([worker]):  # a zombie until its server reaps it
                 time.sleep(0.05)
             spare = subprocess.Popen([sys.executable, "-m", "pilar", "worker"], env=b.env,
-                                     cwd=home)
+                                     cwd=b.home)
             done = wait_job(on_b, job["job_id"])
             follower.join(600)
             assert done["state"] == "done", done
@@ -114,6 +140,13 @@ def test_replicas_share_jobs_and_a_dead_workers_job_is_resumed(tmp_path, wtq_pag
             after = on_a.get("/v1/documents", params={"collection": COLLECTION,
                                                       "limit": 1000}).json()
             assert after["total"] == 20
+        # no replica keeps job records in its home; the stores hold what a clean run stores
+        assert not (a.home / "jobs.sqlite").exists() and not (b.home / "jobs.sqlite").exists()
+        resumed = _stats(tmp_path / "cleanup", env)
+        _clear(tmp_path / "cleanup", env)
+        clean = _ingest(tmp_path / "cleanup", env, pages)
+        assert sorted(r.doc_id for r in clean) == sorted(ids)
+        assert _stats(tmp_path / "cleanup", env) == resumed
     finally:
         if spare is not None:
             spare.terminate()

@@ -93,13 +93,30 @@ def writable(caller, collection: str) -> None:
         raise HTTPException(403, f"collection {collection!r} is outside this key's collections")
 
 
-def queue(request: Request, owner: str, collection: str, files: list[tuple[str, Path]],
+def queue(store: JobStore, owner: str, collection: str, files: list[tuple[str, Path]],
           job_id: str | None = None) -> JobAccepted:
-    """Record a job of ``owner`` ingesting ``files`` (name as given, server
-    path) into ``collection``, queued for the ingest worker; the 202 answer."""
+    """Record in ``store`` a job of ``owner`` ingesting ``files`` (name as
+    given, server path) into ``collection``, queued for the ingest worker;
+    the 202 answer."""
     job = new_job(collection, job_id, [name for name, _ in files])
-    request.app.state.jobs.create(job, owner, [path for _, path in files])
+    store.create(job, owner, [path for _, path in files])
     return accepted(job)
+
+
+def paths_job(store: JobStore, paths: ServerPaths, caller, owner: str,
+              body: PathsRequest) -> JobAccepted:
+    """Queue in ``store`` a job of ``owner`` ingesting the server files or
+    folders of ``body`` (REST ``POST /v1/documents/paths`` and the MCP tool
+    ``ingest_paths``): HTTPException 403 for a collection or path the
+    ``caller`` may not use, 404 for a path that is not there, 422 for no
+    file or more than :data:`MAX_JOB_FILES`."""
+    writable(caller, body.collection)
+    files = job_files(paths, body.paths, caller)
+    if not files:
+        raise HTTPException(422, "no files found under the given paths")
+    if len(files) > MAX_JOB_FILES:
+        raise HTTPException(422, f"{len(files)} files: one job takes at most {MAX_JOB_FILES}")
+    return queue(store, owner, body.collection, files)
 
 
 def routes(settings: Settings) -> APIRouter:
@@ -149,7 +166,8 @@ def routes(settings: Settings) -> APIRouter:
         except BaseException:
             discard_upload(folder, uploaded)
             raise
-        return await run_in_threadpool(queue, request, owner, collection, got.files, job_id)
+        return await run_in_threadpool(queue, request.app.state.jobs, owner, collection,
+                                       got.files, job_id)
 
     @router.post("/documents/paths", status_code=202, response_model=JobAccepted,
                  dependencies=[rate_limit("upload")],
@@ -160,13 +178,7 @@ def routes(settings: Settings) -> APIRouter:
         under the ``PILAR_INGEST_ROOTS`` open to the key (after resolving
         symlinks) are accepted. The job names each file as given (a folder's
         files by the folder as given and their path below it)."""
-        writable(caller, body.collection)
-        files = job_files(paths, body.paths, caller)
-        if not files:
-            raise HTTPException(422, "no files found under the given paths")
-        if len(files) > MAX_JOB_FILES:
-            raise HTTPException(422, f"{len(files)} files: one job takes at most {MAX_JOB_FILES}")
-        return queue(request, owner, body.collection, files)
+        return paths_job(request.app.state.jobs, paths, caller, owner, body)
 
     @router.get("/jobs", response_model=JobList, tags=["jobs"])
     def list_jobs(request: Request, caller: Caller, owner: Owner,
