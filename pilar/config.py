@@ -87,7 +87,8 @@ class Settings(BaseSettings):
         default_factory=default_query_encoder,
         description="what embeds questions: ONNX Runtime on the model exported once to "
         "home/models/ (no PyTorch at query time; sentence-transformers if that fails, "
-        "with a warning) or sentence-transformers (default: onnx when onnxruntime is installed)")
+        "with a warning) or sentence-transformers (default: onnx when onnxruntime is installed); "
+        "with onnx, documents are embedded there too, on int8 weights made once from the export")
     models_dir: Path | None = Field(
         None, description="where models exported for ONNX Runtime are kept, one file per "
         "model and version (default: home/models; several stores may share one)")
