@@ -90,7 +90,9 @@ class Settings(BaseSettings):
         description="what embeds questions: ONNX Runtime on the model exported once to "
         "home/models/ (no PyTorch at query time; sentence-transformers if that fails, "
         "with a warning) or sentence-transformers (default: onnx when onnxruntime is installed); "
-        "the vectors are the same (cosine at least 0.999), so a store needs no re-ingest")
+        "the query vectors are the same (cosine at least 0.999), so a store needs no "
+        "re-ingest; with onnx, documents are embedded there too, on int8 weights made once "
+        "from the export")
     models_dir: Path | None = Field(
         None, description="where models exported for ONNX Runtime are kept, one file per "
         "model and version (default: home/models; several stores may share one)")

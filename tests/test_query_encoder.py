@@ -21,7 +21,9 @@ from lxml import html
 
 from pilar import Pilar
 from pilar.config import DEFAULT_EMBEDDING_MODEL
-from pilar.retrieval.embeddings import Embedder, resolve_model_path
+from pilar.ingest import parse
+from pilar.retrieval.embeddings import (UNIT_TOKENS, Embedder, VectorCache, page_vectors,
+                                        resolve_model_path)
 from pilar.retrieval.query_encoder import CountingTokenizer, ModelLayout, QueryEncoderError
 from tests.conftest import FIXTURES, ROOT
 
@@ -69,11 +71,41 @@ def test_onnx_query_vectors_match_sentence_transformers(dev_questions, torch_emb
     assert float((batched * ours).sum(axis=1).min()) >= 1 - 1e-5
 
 
+def test_documents_embed_on_int8_weights_near_sentence_transformers(
+        wtq_pages: Path, torch_embedder: Embedder, layout: ModelLayout, models_dir: Path,
+        tmp_path: Path):
+    Embedder(onnx_dir=models_dir).query("which city?")  # the export, made once
+    own = tmp_path / "models"
+    own.mkdir()
+    key = layout.key(DEFAULT_EMBEDDING_MODEL)
+    shutil.copy(models_dir / f"{key}.onnx", own)
+    docs = [parse(f) for f in sorted(wtq_pages.glob("*.html"))[:3]]
+    cache = VectorCache(tmp_path / "vectors.sqlite")
+    int8 = Embedder(onnx_dir=own, cache=cache)
+    ours = page_vectors(int8, docs)
+    assert int8.document_encoder(UNIT_TOKENS) is not None  # not a silent fallback
+    assert (own / f"{key}-int8.onnx").is_file()
+    theirs = page_vectors(torch_embedder, docs)
+    a = np.concatenate([v for vecs, _ in ours for v in vecs])
+    b = np.concatenate([v for vecs, _ in theirs for v in vecs])
+    assert a.shape == b.shape and a.shape[0] > 50 and a.dtype == np.float32
+    cosines = (a * b).sum(axis=1)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.98, (cosines.mean(), cosines.min())
+    assert [ids for _, ids in ours] == [ids for _, ids in theirs]
+    # the cache keeps int8 vectors apart: a float32 embedder sharing it embeds afresh
+    fp32 = Embedder(onnx_dir=own, cache=cache, int8_documents=False)
+    again = np.concatenate([v for vecs, _ in page_vectors(fp32, docs) for v in vecs])
+    assert fp32.document_encoder(UNIT_TOKENS) is None
+    assert float((again * b).sum(axis=1).min()) >= 1 - 1e-5
+
+
 def test_export_is_keyed_by_model_and_version(layout: ModelLayout, tmp_path: Path,
                                               models_dir: Path):
     Embedder(onnx_dir=models_dir).query("which city?")
     key = layout.key(DEFAULT_EMBEDDING_MODEL)
-    assert [p.name for p in models_dir.iterdir()] == [f"{key}.onnx"]
+    # beside it, once a test has embedded documents, its int8 copy
+    names = {p.name for p in models_dir.iterdir()}
+    assert f"{key}.onnx" in names and names <= {f"{key}.onnx", f"{key}-int8.onnx"}
     assert key.startswith(f"{DEFAULT_EMBEDDING_MODEL}-")
     assert ModelLayout.read(layout.transformer).key(DEFAULT_EMBEDDING_MODEL) == key
     # another version of the model (one file changed) is another file

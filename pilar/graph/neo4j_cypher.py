@@ -57,8 +57,10 @@ def _props(var: str, fields) -> str:
 PAGE_FIELDS = ("page_id", "doc_id", "number", "width", "height", "text")
 SUPPORT_FIELDS = ("support_id", "doc_id", "kind", "text", "role", "seq", "provenance_id")
 PROVENANCE_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
-UNIT_FIELDS = (*(f.name for f in dataclasses.fields(Unit) if f.name != "stats"),
-               "term_counts", "term_length", "line_tokens", "line_tokenizer", "seq")
+UNIT_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Unit) if f.name != "stats")
+"""A Unit's own fields (its statistics go flattened, as below)."""
+UNIT_FIELDS = (*UNIT_RECORD_FIELDS, "term_counts", "term_length", "line_tokens",
+               "line_tokenizer", "seq")
 """A Unit's properties: its fields, its statistics flattened (null until known)."""
 TABLE_FIELDS = ("table_id", "doc_id", "table_index", "page", "grid")
 ASSERTION_FIELDS = ("assertion_id", "doc_id", "subject", "predicate", "object", "modality",

