@@ -117,6 +117,22 @@ def freeze_heap() -> None:
 
 _unfreeze_at_exit = False
 
+_ENCODERS: dict[tuple[str, int], OnnxQueryEncoder] = {}
+_ENCODERS_LOCK = threading.Lock()
+
+
+def shared_encoder(layout: ModelLayout, path: Path) -> OnnxQueryEncoder:
+    """The ONNX Runtime encoder of the model file ``path`` cutting texts at
+    ``layout.max_seq_length`` tokens, one per process for every embedder
+    (a session holds the model's weights, about 90 MB in float32: a test
+    run or a server opening many stores must not hold one per store).
+    Raises what :class:`OnnxQueryEncoder` raises."""
+    key = (str(path), layout.max_seq_length)
+    with _ENCODERS_LOCK:
+        if key not in _ENCODERS:
+            _ENCODERS[key] = OnnxQueryEncoder(layout, path)
+        return _ENCODERS[key]
+
 
 class Embedder:
     """Embeds texts into L2-normalised float32 vectors of shape ``(n, dim)``.
@@ -231,7 +247,7 @@ class Embedder:
             if not path.is_file():
                 export(self.model[0].auto_model, layout, path)
                 log.info("exported the query encoder of %s to %s", self.model_name, path)
-            return OnnxQueryEncoder(layout, path)
+            return shared_encoder(layout, path)
         except ConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure: fall back, in one line
@@ -266,7 +282,7 @@ class Embedder:
                     if max_tokens:
                         layout = dataclasses.replace(
                             layout, max_seq_length=min(layout.max_seq_length, max_tokens))
-                    enc = OnnxQueryEncoder(layout, path)
+                    enc = shared_encoder(layout, path)
                 except Exception as exc:  # noqa: BLE001 - any failure: fall back, in one line
                     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                     log.warning("documents of %s embedded with sentence-transformers: the int8 "
