@@ -30,11 +30,13 @@ _EMBEDDERS: dict[tuple, Embedder] = {}
 
 
 def _embedder(settings: Settings) -> Embedder:
-    """This worker process's embedder for ``settings`` (loaded once)."""
-    key = (settings.embedding_model, settings.embedding_device)
+    """This worker process's embedder for ``settings`` (loaded once), as a
+    local ingest makes it (int8 documents on ONNX Runtime with the onnx
+    query encoder), without the home's vector cache."""
+    key = (settings.embedding_model, settings.embedding_device, settings.query_encoder,
+           str(settings.models_dir or settings.home / "models"))
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = Embedder(settings.embedding_model, settings.embedding_batch_size,
-                                   device=settings.embedding_device)
+        _EMBEDDERS[key] = Embedder.of(settings, cache=False)
     return _EMBEDDERS[key]
 
 

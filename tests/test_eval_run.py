@@ -14,6 +14,7 @@ from pilar.cli import app
 from pilar.errors import QuestionsError, UnknownScopeError
 from pilar.eval.questions import load_questions
 from pilar.eval.run import QuestionScore, aggregate, markdown_table
+from pilar.retrieval.embeddings import Embedder
 
 DOCS = ["ar3_equipment_schedule", "orrin_verta220_datasheet", "orrin_company_wiki",
         "selwyn_ecodrive_datasheet", "gbwa_utility_wiki"]
@@ -146,7 +147,8 @@ def test_eval_with_reader_needs_one_and_collections_limit_the_pages(chains, tmp_
 def test_primed_query_vectors_match_single_encodes(chains):
     p, _ = chains
     texts = ["which pump has a 25 bar rating?", "who chairs Orrin Hydraulics?"]
-    single = [p.embedder.encode([t])[0] for t in texts]
+    fresh = Embedder.of(p.settings, cache=False)  # its own query cache: each text alone
+    single = [fresh.query(t) for t in texts]
     p.embedder.prime(texts)
     for t, v in zip(texts, single):
         assert abs(float(p.embedder.query(t) @ v) - 1.0) < 1e-5

@@ -171,16 +171,17 @@ class Embedder:
         self.lock = threading.RLock()
 
     @classmethod
-    def of(cls, settings: Settings) -> "Embedder":
+    def of(cls, settings: Settings, cache: bool = True) -> "Embedder":
         """The embedder of ``settings``: ``PILAR_EMBEDDING_MODEL`` on
         ``PILAR_EMBEDDING_DEVICE``, its vector cache at
-        ``PILAR_HOME/vector-cache.sqlite`` with ``PILAR_EMBEDDING_CACHE``,
-        questions on ONNX Runtime (export in ``PILAR_MODELS_DIR``, default
-        ``PILAR_HOME/models``) with ``PILAR_QUERY_ENCODER=onnx``."""
+        ``PILAR_HOME/vector-cache.sqlite`` with ``PILAR_EMBEDDING_CACHE``
+        (and ``cache``), questions and documents on ONNX Runtime (export in
+        ``PILAR_MODELS_DIR``, default ``PILAR_HOME/models``) with
+        ``PILAR_QUERY_ENCODER=onnx``."""
         s = settings
         return cls(s.embedding_model, s.embedding_batch_size, device=s.embedding_device,
-                   cache=VectorCache(s.home / "vector-cache.sqlite") if s.embedding_cache
-                   else None,
+                   cache=VectorCache(s.home / "vector-cache.sqlite")
+                   if s.embedding_cache and cache else None,
                    onnx_dir=(s.models_dir or s.home / "models")
                    if s.query_encoder == "onnx" else None)
 
