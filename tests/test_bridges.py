@@ -230,3 +230,35 @@ def test_a_page_naming_a_label_and_a_code_the_question_gives_starts_a_chain(shar
     hit = p.search(question, budget=1024, k=3, profile="multi-hop")
     assert [Path(x.source).stem for x in hit.pages[:2]] == names[:2]
     assert "9811427 (unit of corvassa_ardent_particulars)" in hit.pages[1].trace["bridge_path"]
+
+
+def test_dates_are_read_in_their_unambiguous_forms():
+    from pilar.ingest.dates import dates_in
+
+    assert dates_in("Date | 13 June 2024") == {"2024-06-13"}
+    assert dates_in("2024-06-13 | WO-55812 | Spreader") == {"2024-06-13"}
+    assert dates_in("from June 13, 2024 to 1st Sept. 2024") == {"2024-06-13", "2024-09-01"}
+    # no day, no real date, a locale-dependent form, or digits of a code: no date
+    assert dates_in("May 2024; 2024-02-30; 13/06/2024; IR-2024-06-131") == frozenset()
+
+
+def test_a_hop_carries_the_row_of_the_day_its_source_record_gives(shared_data: Path,
+                                                                    tmp_path: Path):
+    """The incident reaches crane QC-09's log by the crane's code; the log's
+    row of the incident's date (13 June 2024, written 2024-06-13) is the
+    work order asked for, not a row naming a question word."""
+    p = Pilar(home=tmp_path)
+    names = ["ont_incident_ir_24_117", "qc09_maintenance_log_2024", "qc11_maintenance_log_2024"]
+    assert [r.status for r in p.ingest(
+        [shared_data / "multihop2" / f"{n}.html" for n in names])] == ["ingested"] * 3
+    question = ("Which work order covered the repair of the crane involved in incident "
+                "IR-ONT-24-117 on the day of the incident?")
+    hit = p.search(question, budget=512, k=3, profile="multi-hop")
+    log = next(pg for pg in hit.pages if Path(pg.source).stem == names[1])
+    path = log.trace["bridge_path"]
+    assert path[:2] == ["question", names[0]] and path[2].endswith(
+        "QC-09 (unit of ont_incident_ir_24_117)")
+    rows = [u for u in p.graph.units_on_pages([log.page_id])[log.page_id]
+            if u.support_id in log.bridging and len(u.cells) > 2]
+    assert [u.cells[:2] for u in rows] == [("2024-06-13", "WO-55812")]
+    assert "WO-55812" in hit.packet.text

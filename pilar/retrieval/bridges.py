@@ -80,6 +80,7 @@ import numpy as np
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
+from pilar.ingest.dates import dates_in
 from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.embeddings import group_leaders
@@ -113,6 +114,32 @@ UNIT_PAGES = 512
 def _scaled(raw: float, lo: float, hi: float) -> float:
     """A raw BM25 score min-max scaled to the shortlist's range ``lo``-``hi``, clipped to 0-1."""
     return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+
+
+DATED_ROWS = 2
+"""Rows of a reached page a hop carries for the date its source gives (at most)."""
+
+
+def _dated_rows(source: list[Unit], anchor: str, reached: list[Unit]) -> tuple[str, ...]:
+    """The supports of the table rows of ``reached`` (units of a page a hop
+    reached) that write a date the hop's source page gives its record
+    (a two-column row of field and value, ``Date | 13 June 2024``) or its
+    ``anchor`` unit writes (:func:`~pilar.ingest.dates.dates_in`): "the
+    work order *on the day of the incident*" is the log's row of that day.
+    The rows of the date that picks out fewest (a record's "closed on"
+    date may fall on a busy day; the day of the event is the one row),
+    at most :data:`DATED_ROWS` of them: none when every date picks more."""
+    given = frozenset().union(*(dates_in(u.text) for u in source
+                                if u.support_id == anchor or len(u.cells) == 2))
+    if not given:
+        return ()
+    by_date: dict[str, list[str]] = {}
+    for u in reached:
+        if len(u.cells) > 2:
+            for day in dates_in(u.text) & given:
+                by_date.setdefault(day, []).append(u.support_id)
+    fewest = min(by_date.values(), key=len, default=[])
+    return tuple(fewest) if len(fewest) <= DATED_ROWS else ()
 
 
 def _label(page: RankedPage) -> str:
@@ -439,15 +466,17 @@ class BridgeExpander:
         bridge in a table cell, most relevant to the question first (the
         tariff's row of ``40RH``, not the note listing every size-type code),
         else the most relevant naming it."""
-        units = self._units_on(list(hops))
-        relevance = self._relevance(units, qterms, query, memo)
+        units = self._units_on(list(dict.fromkeys([*hops, *(h.source for h in hops.values())])))
+        relevance = self._relevance({pid: units[pid] for pid in hops}, qterms, query, memo)
         out = {}
         for pid, h in hops.items():
             named = names_matcher([h.name])
             best = max(((any(map(named, u.cells)), rel, u.support_id)
                         for u, rel in zip(units[pid], relevance[pid]) if named(u.text)),
                        default=None)
-            out[pid] = replace(h, support=best[2]) if best is not None else h
+            found = replace(h, support=best[2]) if best is not None else h
+            out[pid] = replace(found, dated=_dated_rows(units.get(h.source, []),
+                                                        h.source_support, units[pid]))
         return out
 
     def _on_bridge(self, page_id: str, names: list[str], entered: bool,

@@ -31,6 +31,7 @@ def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
             if h.asked:
                 marks.setdefault(h.source, {})[h.source_support] = None
             marks.setdefault(pid, {})[h.support] = None
+            marks[pid].update(dict.fromkeys(h.dated))
     for pid, sids in marks.items():
         where[pid].bridging = tuple(sids)
 
@@ -59,6 +60,7 @@ class Hop:
     hop: int
     weight: float
     asked: bool = False
+    dated: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
