@@ -23,14 +23,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pilar.config import Settings
 from pilar.errors import ConfigError, IngestCancelled, IngestError
 from pilar.ingest import document_id, new_document, read_source
+from pilar.ingest.files import select_files
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
-from pilar.model import Document, IngestResult, ParsedDocument
+from pilar.model import Document, IngestResult, ParsedDocument, check_collection
 from pilar.retrieval.embeddings import Embedder, page_vectors
 from pilar.writes import DocumentWriter
 
@@ -48,6 +49,32 @@ index, document, stages, vectors)``, ``vectors`` (as
 with the parse (Ray), else None."""
 
 
+def ingest_paths(writer: DocumentWriter, embedder: Embedder, settings: Settings,
+                 paths: Iterable[str | Path] | str | Path, collection: str,
+                 progress: Progress | None = None, workers: int | None = None,
+                 ray: str | None = None, on_page: FilePageProgress | None = None
+                 ) -> list[IngestResult]:
+    """Ingest files, folders or globs into ``collection``: one
+    :class:`IngestResult` per file, in input order, the files in folders
+    that are not documents first as ``"skipped"``
+    (:func:`~pilar.ingest.files.select_files`; not passed to ``progress``).
+    Documents a crash left unfinished are removed first
+    (:meth:`~pilar.writes.DocumentWriter.recover`); the rest is
+    :meth:`IngestRun.run` with ``workers`` processes (None: ``settings.workers``,
+    else the CPU cores; 0 = in this process) or on the Ray cluster ``ray``
+    (an address or ``auto``; extra ``pilar[ray]``). Raises ``ValueError``
+    for a ``collection`` that is no collection name (before anything is
+    read), :class:`~pilar.errors.ConfigError` as :meth:`IngestRun.run` does."""
+    check_collection(collection)
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    writer.recover()
+    files, skipped = select_files(paths)
+    results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
+    return results + IngestRun(writer, embedder, settings, files, collection).run(
+        progress, workers, ray, on_page)
+
+
 def store_failure(exc: BaseException) -> str:
     """The one-line reason a file failed with ``exc`` while it was read or
     stored (a SQLite error is a failed store write)."""
@@ -57,10 +84,13 @@ def store_failure(exc: BaseException) -> str:
 
 class IngestRun:
     """Ingest ``files`` into ``collection`` through ``writer`` (see the
-    module docstring); :meth:`run` does it once."""
+    module docstring); :meth:`run` does it once. Raises ``ValueError`` for
+    a ``collection`` that is no collection name
+    (:func:`~pilar.model.check_collection`; the empty one included)."""
 
     def __init__(self, writer: DocumentWriter, embedder: Embedder, settings: Settings,
                  files: list[Path], collection: str):
+        check_collection(collection)
         self.writer = writer
         self.graph = writer.graph
         self.embedder = embedder
