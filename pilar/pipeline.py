@@ -1,20 +1,19 @@
 """The :class:`Pilar` facade: one object with the reach of the CLI.
 
 It wires the layers and delegates, owning no layer's logic. Backends come
-from config (:func:`pilar.stores.open_stores`); ingest runs
-(:mod:`pilar.ingest_run`) store each parsed document as one unit of work in
-the page index and the graph (:mod:`pilar.writes`, DESIGN.md's protocol for
-two stores); requests are checked by :mod:`pilar.query`; queries rank with
-retrieval (:class:`pilar.retrieval.profiles.Retrievers`), pack
-(:class:`~pilar.packing.packer.Packer` on the page material of
-:class:`~pilar.stores.PageCache`), then read (:class:`pilar.reader.Reader`);
+from config (:func:`pilar.stores.open_stores`); its ingest methods are
+:class:`pilar.ingest_run.Ingests` (each parsed document one unit of work in
+the page index and the graph: :mod:`pilar.writes`) and its graph reads
+:class:`pilar.graph.reads.GraphReads`; requests are checked by
+:mod:`pilar.query`; queries rank with :class:`pilar.retrieval.profiles.Retrievers`,
+pack with :class:`~pilar.packing.packer.Packer` on the page material of
+:class:`~pilar.stores.PageCache`, then read with :class:`pilar.reader.Reader`;
 evaluation is :func:`pilar.eval.run.evaluate_search` over the same search.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,9 +22,8 @@ from pilar.config import Settings, settings_at
 from pilar.eval.questions import Question
 from pilar.eval.run import EvalReport, SearchMethod, evaluate_search
 from pilar.graph.reads import GraphReads
-from pilar.ingest import PageProgress
-from pilar.ingest_run import FilePageProgress, IngestRun, Progress, ingest_paths
-from pilar.model import DEFAULT_COLLECTION, Answer, IngestResult, Packet, RankedPage, Scope, SearchResult
+from pilar.ingest_run import Ingests
+from pilar.model import Answer, Packet, RankedPage, Scope, SearchResult
 from pilar.packing.packer import Packer
 from pilar.packing.statistics import fill_stats
 from pilar.packing.tokens import TokenCounter
@@ -41,7 +39,7 @@ if TYPE_CHECKING:
     from pilar.reader import AnswerStream, Reader
 
 
-class Pilar(GraphReads):
+class Pilar(Ingests, GraphReads):
     """pilar's Python API.
 
     ``Pilar(home=...)`` opens (creating if needed, unless ``create`` is
@@ -64,7 +62,7 @@ class Pilar(GraphReads):
 
     @cached_property
     def tokens(self) -> TokenCounter:
-        """The reader's token counter (:meth:`TokenCounter.of <pilar.packing.tokens.TokenCounter.of>`)."""
+        """The reader's token counter (:meth:`pilar.packing.tokens.TokenCounter.of`)."""
         return TokenCounter.of(self.settings, self.embedder)
 
     @cached_property
@@ -91,50 +89,7 @@ class Pilar(GraphReads):
         """The packer of these settings (:meth:`pilar.packing.packer.Packer.of`)."""
         return Packer.of(self.settings, self.embedder, self.index.unit_vectors, self.tokens)
 
-    # -- ingestion -----------------------------------------------------------
-    def ingest(self, paths: Iterable[str | Path] | str | Path,
-               progress: Progress | None = None,
-               collection: str = DEFAULT_COLLECTION, workers: int | None = None,
-               ray: str | None = None,
-               on_page: FilePageProgress | None = None) -> list[IngestResult]:
-        """Ingest files, folders or globs into ``collection``: one
-        :class:`IngestResult` per file, in input order (``progress(result)``
-        as each is stored, ``on_page(path, done, total)`` as a PDF's pages are
-        parsed). ``workers`` parse processes (default ``settings.workers``,
-        else the CPU cores; 0 = in this process), or Ray tasks on ``ray``.
-        The statuses, budgets and errors (``ValueError`` for a bad collection
-        name, :class:`~pilar.errors.ConfigError` for a bad setting) are
-        those of :func:`pilar.ingest_run.ingest_paths` and :class:`IngestRun`."""
-        return ingest_paths(self.writer, self.embedder, self.settings, paths, collection,
-                            progress, workers, ray, on_page)
-
-    def recover(self) -> list[str]:
-        """Remove the documents a crashed write left ``pending`` or
-        ``deleting``; returns their ids (:meth:`DocumentWriter.recover
-        <pilar.writes.DocumentWriter.recover>`)."""
-        return self.writer.recover()
-
-    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
-                    on_page: PageProgress | None = None) -> IngestResult:
-        """Ingest one file as :meth:`ingest` does, always parsed in one worker
-        process within the parse budgets (a hostile file must not take a
-        server down); ``on_page(done, total)``. Never raises for bad input;
-        raises as :meth:`ingest` does for a bad collection or setting."""
-        pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
-        return IngestRun(self.writer, self.embedder, self.settings, [Path(path)],
-                         collection).run(None, 1, on_page=pages)[0]
-
-    def ingest_job(self, files: list[Path], collection: str, progress: Progress | None = None,
-                   stop: threading.Event | None = None,
-                   cancel: threading.Event | None = None) -> list[IngestResult]:
-        """Ingest ``files`` as listed (no folder walked) for the server's
-        ingest worker: in worker processes, or on ``PILAR_RAY_ADDRESS``'s
-        cluster; ``stop`` and ``cancel`` as :meth:`IngestRun.run
-        <pilar.ingest_run.IngestRun.run>` takes them. Raises as
-        :meth:`ingest_file` does, and :class:`~pilar.errors.IngestCancelled`."""
-        return IngestRun(self.writer, self.embedder, self.settings, list(files), collection).run(
-            progress, self.settings.workers or None, self.settings.ray_address or None,
-            stop=stop, cancel=cancel)
+    # -- ingestion: ingest, recover, ingest_file, ingest_job (pilar.ingest_run.Ingests) --
 
     # -- queries ---------------------------------------------------------------
     def search(self, question: str, budget: int | None = None, k: int | None = None,

@@ -102,7 +102,8 @@ REFUSED = {
     "MATCH (m:SchemaMigration) RETURN m.version": f"label SchemaMigration {NOT_EVIDENCE}",
     "MATCH (d:Document|Job) RETURN d": f"label Job {NOT_EVIDENCE}",
     "MATCH (d:Document) WHERE d:Job OR d.title IS NULL RETURN d": f"label Job {NOT_EVIDENCE}",
-    "MATCH (d:Document) RETURN d.title, COUNT { MATCH (j:Job) } AS jobs": f"label Job {NOT_EVIDENCE}",
+    "MATCH (d:Document) RETURN d.title, COUNT { MATCH (j:Job) } AS jobs":
+        f"label Job {NOT_EVIDENCE}",
     "MATCH (n) RETURN n.owner": UNLABELLED,
     "MATCH (n) WHERE n.owner IS NOT NULL RETURN n.paths": UNLABELLED,
     "MATCH (n) WHERE elementId(n) = '4:x:0' RETURN n": UNLABELLED,
