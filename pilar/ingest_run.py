@@ -1,8 +1,17 @@
-"""One ingest run over a list of files: read, parse (in worker processes or
+"""One ingest run over a list of files (:class:`IngestRun`; :class:`Ingests`
+gives :class:`pilar.Pilar` its ingest methods): read, parse (in worker processes or
 on Ray), embed several documents per call, store each document as its own
 unit of work, the documents of one embedding call written together
 (:meth:`pilar.writes.DocumentWriter.store_many`); one
 :class:`~pilar.model.IngestResult` per file, in input order.
+
+A file's ``status``: ``ingested``; ``unchanged`` (its bytes are stored in
+the collection from the same path); ``replaced`` (new bytes at a known path:
+the old document removed); ``new_source`` (the same bytes from another path,
+``reason`` naming the stored one); ``failed`` (with a one-line ``reason``).
+Each file is parsed within the parse budgets (``PILAR_PARSE_MEMORY_BYTES``,
+``PILAR_PARSE_SECONDS``; :mod:`pilar.ingest.parallel`); a document belongs
+to one collection.
 
 Bytes already stored in the run's collection are settled without a parse
 (``unchanged`` or ``new_source``); the same bytes in another collection are
@@ -23,14 +32,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pilar.config import Settings
 from pilar.errors import ConfigError, IngestCancelled, IngestError
-from pilar.ingest import document_id, new_document, read_source
+from pilar.ingest import PageProgress, document_id, new_document, read_source
+from pilar.ingest.files import select_files
 from pilar.ingest.parallel import default_workers, failure_reason, parse_many
-from pilar.model import Document, IngestResult, ParsedDocument
+from pilar.model import (DEFAULT_COLLECTION, Document, IngestResult, ParsedDocument,
+                         check_collection)
 from pilar.retrieval.embeddings import Embedder, page_vectors
 from pilar.writes import DocumentWriter
 
@@ -57,10 +68,13 @@ def store_failure(exc: BaseException) -> str:
 
 class IngestRun:
     """Ingest ``files`` into ``collection`` through ``writer`` (see the
-    module docstring); :meth:`run` does it once."""
+    module docstring); :meth:`run` does it once. Raises ``ValueError`` for
+    a ``collection`` that is no collection name
+    (:func:`~pilar.model.check_collection`; the empty one included)."""
 
     def __init__(self, writer: DocumentWriter, embedder: Embedder, settings: Settings,
                  files: list[Path], collection: str):
+        check_collection(collection)
         self.writer = writer
         self.graph = writer.graph
         self.embedder = embedder
@@ -85,8 +99,9 @@ class IngestRun:
         :data:`EMBED_BATCH_UNITS` units; store each document. ``progress``
         is called with each result; ``on_page(path, done, total)`` as a
         PDF's pages are parsed (in this process or a worker; not on Ray). Raises
-        :class:`~pilar.errors.ConfigError` for a bad setting or an
-        unreachable Ray cluster.
+        :class:`~pilar.errors.ConfigError` for a bad setting, when no parse
+        worker can start (a calling script without an ``if __name__ ==
+        "__main__":`` guard) and for an unreachable Ray cluster.
 
         Once ``stop`` is set no further file is read: the files begun are
         finished and the results cover only the files up to them (a prefix
@@ -267,3 +282,79 @@ class IngestRun:
                 warnings=list(parsed.warnings), stages=stages,
                 seconds=time.perf_counter() - t0)
         return out
+
+
+class Ingests:
+    """The ingest methods of :class:`pilar.Pilar` (a mixin over its
+    ``writer``, ``embedder`` and ``settings``): runs of :class:`IngestRun`."""
+
+    writer: DocumentWriter
+    embedder: Embedder
+    settings: Settings
+
+    def ingest(self, paths: Iterable[str | Path] | str | Path,
+               progress: Progress | None = None,
+               collection: str = DEFAULT_COLLECTION, workers: int | None = None,
+               ray: str | None = None,
+               on_page: FilePageProgress | None = None) -> list[IngestResult]:
+        """Ingest files, folders or globs into ``collection``: one
+        :class:`IngestResult` per file, in input order (the statuses of the
+        module docstring), ``progress(result)`` called as each is stored and
+        ``on_page(path, done, total)`` as a PDF's pages are parsed. Files in
+        folders that are not documents come first as ``"skipped"``
+        (:func:`~pilar.ingest.files.select_files`; not passed to
+        ``progress``); documents a crash left unfinished are removed first
+        (:meth:`recover`). Parsed in ``workers`` processes (default
+        ``settings.workers``, else the CPU cores; 0 = in this process) or,
+        with ``ray`` (a cluster address or ``auto``; extra ``pilar[ray]``),
+        parsed and embedded as Ray tasks (:func:`pilar.scale_out.ray_parse_many`).
+
+        Raises ``ValueError`` for a ``collection`` that is no collection name
+        (:func:`~pilar.model.check_collection`; the empty one included),
+        before anything is read, and :class:`~pilar.errors.ConfigError` as
+        :meth:`IngestRun.run` does (every file would fail alike: the ingest
+        stops, whatever was stored stays)."""
+        check_collection(collection)
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        self.recover()
+        files, skipped = select_files(paths)
+        results = [IngestResult(str(f), "skipped", reason=why) for f, why in skipped]
+        return results + IngestRun(self.writer, self.embedder, self.settings, files,
+                                   collection).run(progress, workers, ray, on_page)
+
+    def recover(self) -> list[str]:
+        """Remove the documents a crashed write left ``pending`` or
+        ``deleting`` (index first, then graph); returns their ids. Assumes
+        no other process is writing to the same stores."""
+        return self.writer.recover()
+
+    def ingest_file(self, path: Path, collection: str = DEFAULT_COLLECTION,
+                    on_page: PageProgress | None = None) -> IngestResult:
+        """Ingest one file into ``collection`` as :meth:`ingest` does, always
+        parsed in one worker process within the parse budgets, whatever
+        ``PILAR_WORKERS`` says (a hostile file must not take a server down);
+        never raises for bad input. A document of the same bytes that a crash
+        left unfinished is removed and written afresh. ``on_page(done,
+        total)`` as a PDF's pages are parsed. Raises ``ValueError`` for a
+        ``collection`` that is no collection name and
+        :class:`~pilar.errors.ConfigError` for a bad setting."""
+        pages = None if on_page is None else (lambda _path, done, total: on_page(done, total))
+        return IngestRun(self.writer, self.embedder, self.settings, [Path(path)],
+                         collection).run(None, 1, on_page=pages)[0]
+
+    def ingest_job(self, files: list[Path], collection: str, progress: Progress | None = None,
+                   stop: threading.Event | None = None,
+                   cancel: threading.Event | None = None) -> list[IngestResult]:
+        """Ingest ``files`` (exactly as listed: no folder walked, none
+        dropped) into ``collection`` as :meth:`ingest` does, for the server's
+        ingest worker (:mod:`pilar.api.ingest_service`): always in worker
+        processes (at least one), or with ``PILAR_RAY_ADDRESS`` set as Ray
+        tasks on that cluster. Once ``stop`` is set no further file is begun
+        (the results are a prefix of ``files``); once ``cancel`` is set
+        :class:`~pilar.errors.IngestCancelled` is raised (what ``progress``
+        was given is stored whole, nothing else written). Raises as
+        :meth:`ingest_file` does."""
+        return IngestRun(self.writer, self.embedder, self.settings, list(files), collection).run(
+            progress, self.settings.workers or None, self.settings.ray_address or None,
+            stop=stop, cancel=cancel)

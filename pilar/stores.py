@@ -114,6 +114,18 @@ class PageCache:
                 cache.popitem(last=False)
         return {pid: out[pid] for pid in page_ids}
 
+    def supports(self, page_ids: list[str]) -> dict[str, list[Support]]:
+        """``{page_id: supports}`` (document order) of :meth:`material`."""
+        return {pid: m[0] for pid, m in self.material(page_ids).items()}
+
+    def row_headers(self, page_id: str) -> dict[str, tuple[str, ...]]:
+        """``{support_id: column headers}`` of the table rows on page
+        ``page_id``: the header path of each cell, as the row's evidence unit
+        carries them (Tessera §3.3; a key-value row's key); empty without
+        rows. Raises ``KeyError`` for a page the graph does not hold."""
+        return {u.support_id: u.headers for u in self.material([page_id])[page_id][1]
+                if u.kind == "row"}
+
     def clear(self) -> None:
         """Forget every cached page (after a write or delete)."""
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import neo4j
@@ -18,11 +19,13 @@ import pytest
 from pilar import Pilar
 from pilar.config import Settings
 from pilar.errors import CypherError
+from pilar.graph.neo4j_guard import INTERNAL_LABELS, UNLABELLED
 from tests.conftest import FIXTURES
 from tests.test_cli import pilar
 
 pytestmark = pytest.mark.neo4j
 KANPUR = FIXTURES / "corpus" / "204-541.html"
+NOT_EVIDENCE = "is not part of the evidence graph (its nodes are the server's own records)"
 SLOW = "UNWIND range(1, 100000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x) AS n, '{marker}' AS m"
 
 
@@ -92,6 +95,22 @@ REFUSED = {
     "CREATE INDEX hack FOR (n:Hack) ON (n.x)": "schema and administration commands are not allowed",
     "MATCH (n) CALL (n) { RETURN n AS m } IN TRANSACTIONS RETURN m":
         "CALL { ... } IN TRANSACTIONS is not allowed",
+    # the server's own records (job owners' digests, server paths) are not evidence
+    "MATCH (j:Job) RETURN j.owner, j.paths": f"label Job {NOT_EVIDENCE}",
+    "MATCH (j:`Job` {state: 'done'}) RETURN j": f"label Job {NOT_EVIDENCE}",
+    "MATCH (q:JobQueue) RETURN q": f"label JobQueue {NOT_EVIDENCE}",
+    "MATCH (m:SchemaMigration) RETURN m.version": f"label SchemaMigration {NOT_EVIDENCE}",
+    "MATCH (d:Document|Job) RETURN d": f"label Job {NOT_EVIDENCE}",
+    "MATCH (d:Document) WHERE d:Job OR d.title IS NULL RETURN d": f"label Job {NOT_EVIDENCE}",
+    "MATCH (d:Document) RETURN d.title, COUNT { MATCH (j:Job) } AS jobs":
+        f"label Job {NOT_EVIDENCE}",
+    "MATCH (n) RETURN n.owner": UNLABELLED,
+    "MATCH (n) WHERE n.owner IS NOT NULL RETURN n.paths": UNLABELLED,
+    "MATCH (n) WHERE elementId(n) = '4:x:0' RETURN n": UNLABELLED,
+    "MATCH (n:$('Job')) RETURN n": UNLABELLED,
+    "MATCH (n:!Document) RETURN n": UNLABELLED,
+    "RETURN COLLECT { MATCH (j) WHERE j.owner IS NOT NULL RETURN j.owner } AS owners": UNLABELLED,
+    "MATCH (d:Document) WITH d MATCH (j) WHERE j.owner <> d.doc_id RETURN j": UNLABELLED,
 }
 
 
@@ -113,6 +132,41 @@ def test_a_refused_procedure_is_named_with_the_allow_list(on_neo4j: Pilar):
         "query refused: procedure dbms.components is not allowed (allowed: "
         "db.index.fulltext.queryNodes, db.index.fulltext.queryRelationships, db.labels, "
         "db.propertyKeys, db.relationshipTypes, db.schema.visualization)")
+
+
+def test_the_evidence_graph_is_read_and_the_server_records_are_not(on_neo4j: Pilar,
+                                                                   neo4j_store):
+    """With a job record on the server (a real ``Job`` node, claimed, so the
+    ``JobQueue`` node exists too), every label on the server is either
+    evidence, read by Cypher, or one of the internal labels, refused; the
+    analysts' queries of the README run."""
+    from pilar.api.job_store_neo4j import Neo4jJobStore
+    from pilar.api.jobs import new_job
+
+    jobs = Neo4jJobStore(neo4j_store.driver)  # the fixture's driver: closed by the fixture
+    job = new_job("default", files=["secret.pdf"])
+    jobs.create(job, "owner-digest", [Path("/srv/private/secret.pdf")])
+    assert jobs.claim(None) is not None
+    try:
+        records, _, _ = neo4j_store.driver.execute_query("CALL db.labels() YIELD label "
+                                                         "RETURN label")
+        labels = {r["label"] for r in records}
+        assert {"Job", "JobQueue", "SchemaMigration", "Document", "Page", "Entity"} <= labels
+        for label in sorted(labels):
+            query = f"MATCH (n:`{label}`) RETURN count(n) AS c, collect(keys(n))[0] AS keys"
+            if label in INTERNAL_LABELS:
+                with pytest.raises(CypherError) as err:
+                    on_neo4j.cypher(query)
+                assert str(err.value) == f"query refused: label {label} {NOT_EVIDENCE}"
+            else:
+                assert on_neo4j.cypher(query).rows[0]["c"] > 0, label
+        top = on_neo4j.cypher("MATCH (e:Entity)-[:MENTIONED_IN]->(s:Support) RETURN e.name, "
+                              "count(s) AS n ORDER BY n DESC LIMIT 5").rows
+        assert len(top) == 5 and top[0]["n"] >= top[-1]["n"] >= 1
+        pages = on_neo4j.cypher("MATCH (d:Document)<-[:IN_DOCUMENT]-(p) RETURN count(p) AS c")
+        assert pages.rows == [{"c": on_neo4j.stats()["pages"]}]
+    finally:
+        neo4j_store.driver.execute_query("MATCH (n) WHERE n:Job OR n:JobQueue DETACH DELETE n")
 
 
 def test_admin_commands_the_server_refuses_are_client_errors(on_neo4j: Pilar):

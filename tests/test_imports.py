@@ -33,17 +33,47 @@ def test_every_module_has_a_layer(graph):
     assert tops <= named, f"add {sorted(tops - named)} to LAYERS"
 
 
+def circles(graph) -> list[str]:
+    """Each direct import ``a -> b`` of a module that ``b`` reaches back."""
+    return sorted(f"{a} -> {b} -> ... -> {a}" for a in graph.modules
+                  for b in graph.find_modules_directly_imported_by(a)
+                  if graph.chain_exists(importer=b, imported=a))
+
+
+def up_imports(graph) -> list[str]:
+    """Each import from a layer of :data:`LAYERS` into one above it, as
+    ``importer -> imported`` of their top-level modules."""
+    layers = [grimp.Layer(*names, independent=False) for names in LAYERS]
+    found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={"pilar"})
+    return sorted(f"{d.importer} -> {d.imported}" for d in found)
+
+
 def test_no_import_circle(graph):
-    circles = sorted(f"{a} -> {b} -> ... -> {a}" for a in graph.modules
-                     for b in graph.find_modules_directly_imported_by(a)
-                     if graph.chain_exists(importer=b, imported=a))
-    assert circles == []
+    assert circles(graph) == []
 
 
 def test_no_import_up_the_layers(graph):
-    layers = [grimp.Layer(*names, independent=False) for names in LAYERS]
-    found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={"pilar"})
-    assert sorted(f"{d.importer} -> {d.imported}" for d in found) == []
+    assert up_imports(graph) == []
+
+
+@pytest.mark.parametrize("importer,imported,circle,up", [
+    ("pilar.model", "pilar.pipeline", True, True),  # records importing the facade
+    ("pilar.retrieval.hybrid", "pilar.retrieval.profiles", True, False),  # inside a layer
+    ("pilar.graph.sqlite", "pilar.stores", True, True),  # the old SqliteDatabase circle
+    ("pilar.query", "pilar.packing.packer", False, True),  # up, without a circle
+])
+def test_a_new_circle_or_up_import_is_found(graph, importer, imported, circle, up):
+    """The checks are live: one import added to the real graph is found."""
+    assert not graph.direct_import_exists(importer=importer, imported=imported)
+    graph.add_import(importer=importer, imported=imported)
+    try:
+        found = circles(graph), up_imports(graph)
+    finally:
+        graph.remove_import(importer=importer, imported=imported)
+    assert (f"{importer} -> {imported} -> ... -> {importer}" in found[0]) is circle
+    layer = ".".join(importer.split(".")[:2])  # found per layer: pilar.graph -> pilar.stores
+    assert (f"{layer} -> {'.'.join(imported.split('.')[:2])}" in found[1]) is up
+    assert circles(graph) == [] and up_imports(graph) == []
 
 
 def test_the_layer_test_can_fail(graph):

@@ -57,7 +57,7 @@ def eval_(questions: Annotated[Path, typer.Argument(
         _check_writable(json_out, "--json")
     p = _pilar(home, create=False)
     if not p.docs():
-        from pilar.pipeline import EMPTY_STORE
+        from pilar.retrieval.profiles import EMPTY_STORE
 
         fail(EMPTY_STORE)
     with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),

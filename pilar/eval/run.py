@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
 from pydantic.dataclasses import dataclass as record
@@ -28,6 +29,9 @@ from pilar.eval.metrics import (RECALL_KS, answer_figures, chain_coverage, deliv
 from pilar.errors import LLMError
 from pilar.eval.questions import Question, load_questions
 from pilar.model import Answer, Packet, RankedPage
+
+if TYPE_CHECKING:
+    from pilar.reader import Reader
 
 RANK_DEPTH = max(RECALL_KS)
 """Pages ranked per question for recall@1..10 and MRR@10."""
@@ -66,6 +70,21 @@ class SearchMethod:
     budget: int
     read: Callable[[str, Packet], Answer] | None = None
     failures: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, rank: Callable[[str, int], list[RankedPage]],
+           pack: Callable[[str, list[RankedPage], int], Packet], k: int, budget: int,
+           reader: "Reader | None" = None,
+           reply: Callable[[str, Packet, int], Answer] | None = None) -> "SearchMethod":
+        """The method of pilar's search; with ``reader`` (a
+        :class:`~pilar.reader.Reader`) each packet is built within its text
+        share of ``budget`` (:meth:`~pilar.reader.Reader.text_budget`) and
+        answered by ``reply(question, packet, budget)``, as
+        :meth:`pilar.Pilar.ask` answers."""
+        if reader is None:
+            return cls(rank, pack, k, budget)
+        return cls(rank, pack, k, reader.text_budget(budget),
+                   lambda question, packet: reply(question, packet, budget))
 
     def __call__(self, q: Question) -> Retrieved:
         return self.retrieved(q.question, self.rank(q.question, max(self.k, RANK_DEPTH)), q.qid)

@@ -43,6 +43,15 @@ class TokenCounter:
         newlines costs the sum of its lines (:meth:`count_joined`)."""
 
     @classmethod
+    def of(cls, settings, embedder) -> "TokenCounter":
+        """The reader's token counter of ``settings`` (:meth:`for_reader` of
+        ``PILAR_READER_TOKENIZER``, else the reader's model, else the
+        extractor's), falling back to ``embedder``'s tokenizer."""
+        s = settings
+        return cls.for_reader(s.reader_tokenizer or s.reader_model or s.llm_model,
+                              embedder.tokenizer, s.embedding_model, embedder.lock)
+
+    @classmethod
     def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str,
                    fallback_lock=None):
         """The reader's tokenizer if ``reader_model`` (a Hugging Face name or

@@ -54,6 +54,14 @@ class Reader:
         self.counter = counter
         self.client = client or LLMClient(Endpoint.reader(settings))
 
+    @classmethod
+    def of(cls, settings: Settings, counter: Callable[[], TokenCounter]) -> "Reader":
+        """The reader on the configured model server, ``counter()`` giving
+        its token counter; raises :class:`~pilar.errors.ReaderNotConfiguredError`
+        without a server, before ``counter`` is called (it may load a tokenizer)."""
+        endpoint = Endpoint.reader(settings)
+        return cls(settings, counter(), LLMClient(endpoint))
+
     def context(self, packet: Packet, budget: int | None = None) -> Packet:
         """The packet as the reader will see it: numbered, within ``budget``
         (default the packet's) reader tokens."""

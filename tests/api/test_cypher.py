@@ -5,6 +5,8 @@ The kinds refused are tested one by one in tests/test_cypher_guard.py."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.api.shared import FULL
@@ -50,6 +52,31 @@ def test_refusals_and_timeouts_are_422_problems(served):
                                   "(the server ended it)")
     assert full.post("/v1/cypher", json={"query": "MATCH (n:Hack) RETURN count(n) AS c"}
                      ).json()["rows"] == [{"c": 0}]
+
+
+def test_job_records_are_not_read_through_cypher(served):
+    """The served uploads left ``Job`` nodes on the server (owner digests,
+    server paths): even an unlimited key reads none of them, by label or
+    without one, and gets a 422 problem saying why; evidence is read."""
+    if embedded(served):
+        return
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(os.environ["NEO4J_URI"]) as driver:
+        records, _, _ = driver.execute_query("MATCH (j:Job) RETURN count(j) AS c")
+    assert records[0]["c"] >= 2  # the fixture's two uploads
+    full = served["full"]
+    for query, detail in {
+            "MATCH (j:Job) RETURN j.owner, j.record": "query refused: label Job is not part of "
+            "the evidence graph (its nodes are the server's own records)",
+            "MATCH (n) WHERE n.owner IS NOT NULL RETURN n.owner":
+            "query refused: a node must be matched by its label (MATCH (n:Page) ...), not by "
+            "id or unlabelled"}.items():
+        r = full.post("/v1/cypher", json={"query": query})
+        assert (r.status_code, r.headers["content-type"]) == (422, "application/problem+json")
+        assert r.json()["detail"] == detail
+    docs = full.post("/v1/cypher", json={"query": "MATCH (d:Document) RETURN count(d) AS c"})
+    assert docs.json()["rows"] == [{"c": full.get("/v1/documents").json()["total"]}] == [{"c": 4}]
 
 
 def test_a_result_over_the_byte_cap_is_cut_with_a_message(served):

@@ -2,10 +2,12 @@
 defaults, the same limits, the same words for a refusal.
 
 Faces: the Python API (``Pilar``), the CLI (Typer, in process), REST (the
-real app through Starlette's TestClient) and MCP (the SDK's client on the
-server in process). Operations: search, answer (the stub reader), and an
-evaluation where a face has one (the question-free cases). The web page
-sends the REST requests (tests/test_web.py drives it).
+real app through Starlette's TestClient), MCP (the SDK's client on the
+server in process) and the web page (headless Chromium on the same app served
+by uvicorn: its ask form). Operations: search, answer (the stub reader), and
+an evaluation where a face has one (the question-free cases; MCP and the web
+page have none). The web page sends what its form can hold: no profile but
+the listed ones, no collection but the picker's, no document ids.
 """
 
 from __future__ import annotations
@@ -46,11 +48,16 @@ CASES = {
 QUESTIONLESS = {"small budget", "large budget", "k zero", "k over", "profile",
                 "unknown collection"}
 """The cases an evaluation has (its questions come from a file, its scope is collections)."""
+FORM = {"empty question", "no words", "long question", "small budget", "large budget",
+        "k zero", "k over"}
+"""The cases the web page's form can send (a profile and a collection are picked from lists)."""
 
 OPERATIONS = [("python", "search"), ("python", "answer"), ("python", "eval"),
               ("cli", "search"), ("cli", "answer"), ("cli", "eval"),
               ("rest", "search"), ("rest", "answer"), ("rest", "eval"),
-              ("mcp", "search"), ("mcp", "answer")]
+              ("mcp", "search"), ("mcp", "answer"),
+              pytest.param("web", "search", marks=pytest.mark.browser),
+              pytest.param("web", "answer", marks=pytest.mark.browser)]
 
 
 @pytest.fixture(scope="module")
@@ -183,18 +190,87 @@ def _mcp(f, op: str, req: dict):
     return {"budget": result.structured_content["packet"]["budget"]}
 
 
-FACES = {"python": _python, "cli": _cli, "rest": _rest, "mcp": _mcp}
+@pytest.fixture(scope="module")
+def web_server(faces):
+    """The faces' app on loopback (uvicorn in a thread): its URL."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from pilar.api.app import create_app
+
+    server = uvicorn.Server(uvicorn.Config(create_app(faces["pilar"]), host="127.0.0.1", port=0,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture
+def web_tab(web_server):
+    """The web page in a fresh headless Chromium (one per test: Playwright's
+    sync API keeps its own event loop, MCP's calls run theirs)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_web import CHROMIUM_ARGS, WAIT
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=os.environ["PILAR_CHROMIUM"],
+                                     args=CHROMIUM_ARGS)
+        tab = browser.new_page(base_url=web_server)
+        tab.set_default_timeout(WAIT)
+        errors = []
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        yield tab
+        browser.close()
+    assert errors == []
+
+
+def _web(f, op: str, req: dict):
+    """The ask form filled with ``req`` and sent; the packet's budget from
+    the status line, or the refusal it shows (without REST's field prefix)."""
+    tab = f["tab"]
+    tab.goto("/")
+    tab.click("#tabs button[data-tab=ask]")
+    tab.wait_for_function("document.getElementById('budget').max !== ''")  # limits read
+    assert tab.eval_on_selector_all("#budget, #top-k", "ins => ins.map(i => [i.min, i.max])") \
+        == [["32", "4096"], ["1", "20"]]  # the settings' bounds (PILAR_MAX_BUDGET, PILAR_MAX_K)
+    tab.fill("#question", req["question"])
+    tab.fill("#budget", str(req.get("budget", "")))
+    tab.fill("#top-k", str(req.get("k", "")))
+    with tab.expect_response(lambda r: r.url.endswith("/v1/search")):
+        tab.click("#ask-form button[type=submit]")
+    status = tab.locator("#ask-status")
+    tab.wait_for_function("s => s.textContent && s.textContent !== 'searching…'",
+                          arg=status.element_handle())
+    if status.locator(".error").count():
+        said = status.inner_text()
+        return {"error": said.split(": ", 1)[1] if said.startswith("body.") else said}
+    if op == "answer":
+        tab.locator("#answer[data-state=done]").wait_for()
+    return {"budget": int(status.inner_text().split(" tokens")[0].rsplit(" of ", 1)[1])}
+
+
+FACES = {"python": _python, "cli": _cli, "rest": _rest, "mcp": _mcp, "web": _web}
 
 
 @pytest.mark.parametrize("face,op", OPERATIONS, ids=lambda v: v)
-def test_every_face_takes_one_request(faces, face, op):
+def test_every_face_takes_one_request(request, faces, face, op):
     """Defaults (PILAR_BUDGET), limits (from the settings) and the words of
     each refusal are the same on every face for every operation."""
     run = FACES[face]
+    if face == "web":
+        faces = {**faces, "tab": request.getfixturevalue("web_tab")}
     base = {"question": KANPUR}
     assert run(faces, op, base) == {"budget": BUDGET}
     cases = {name: case for name, case in CASES.items()
-             if op != "eval" or name in QUESTIONLESS}
+             if (op != "eval" or name in QUESTIONLESS) and (face != "web" or name in FORM)}
     told = {name: run(faces, op, {**base, **fields}) for name, (fields, _) in cases.items()}
     assert told == {name: {"error": said} for name, (_, said) in cases.items()}
 

@@ -3,9 +3,12 @@
 // the trace); then the reader's answer, streamed as it is generated, its [n]
 // citations linked to the packet items shown. Without a reader on the server
 // (503) the answer panel says so in one line and the packet stays. Clicking a
-// citation opens its page in the evidence panel. The question, budget and k
-// carry the server's limits (the search tool's schema, GET /v1/tools); an
-// empty budget or k is the server's default (PILAR_BUDGET, PILAR_TOP_K).
+// citation opens its page in the evidence panel. The budget and k inputs
+// carry the server's bounds (the search tool's schema, GET /v1/tools); an
+// empty budget or k is the server's default (PILAR_BUDGET, PILAR_TOP_K). The
+// form is not validated by the browser, nor a question cut at a length: what
+// is out of bounds is sent, and the server's refusal is shown in its words,
+// the same on every face.
 import { ApiError, call, events } from "./api.js";
 import * as collections from "./collections.js";
 import { clip, fill, h, num } from "./dom.js";
@@ -24,13 +27,12 @@ function show(error) {
   fill(document.getElementById("ask-status"), h("span.error", {}, error.message));
 }
 
-/** Set the form's bounds from the search tool's parameters (the request
- * model every face uses, with this server's limits). */
+/** Set the budget's and k's bounds from the search tool's parameters (the
+ * request model every face uses, with this server's limits). */
 export async function limits() {
   const [tool] = await call("/v1/tools");
   const fields = tool.function.parameters.properties;
   const bound = (field) => (fields[field].anyOf || [fields[field]])[0];
-  document.getElementById("question").maxLength = fields.query.maxLength;
   for (const [id, field] of [["budget", "budget_tokens"], ["top-k", "k"]]) {
     const input = document.getElementById(id);
     input.min = bound(field).minimum;
