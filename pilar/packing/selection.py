@@ -187,6 +187,8 @@ class UnitSelector:
                        scored: list[ScoredUnit], bridging: frozenset[str]) -> list[ScoredUnit]:
         """``scored`` with the units of ``bridging`` supports moved or added
         to the top, in page order, scored just above the best unit."""
+        if not bridging:  # the single-shot profile: nothing to look for
+            return scored
         pinned = [(rank, u, float(lex)) for (rank, u), lex in zip(units, lexical)
                   if u.support_id in bridging]
         if not pinned:
