@@ -11,7 +11,9 @@ own copy of a store (a tree may migrate the store it opens, so give each its
 own). Latency: the same ``--n`` lookup questions as bench/query_latency.py
 (seed 13), all run once untimed, then each question timed in one tree and at
 once in the other (the order swapped every question, the query-vector cache
-emptied before each), so both see the same load of a shared machine.
+emptied before each), so both see the same load of a shared machine; besides
+wall time, the CPU time of the tree's process per search (all its threads:
+what a loaded machine inflates least).
 Packets: the ``--delivery`` questions of bench/delivery.py (fixed-seed
 sample, those whose gold page the store holds), ranked as that bench ranks
 them, packed at each budget in both trees; a packet is the same when its
@@ -55,9 +57,9 @@ for line in sys.stdin:
     req = json.loads(line)
     if req["op"] == "search":
         p.embedder._queries.clear()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         p.search(req["q"])
-        out = {"ms": 1000 * (time.perf_counter() - t)}
+        out = {"ms": 1000 * (time.perf_counter() - t), "cpu_ms": 1000 * (time.process_time() - c)}
     elif req["op"] == "packets":
         ranked = p.retriever().search(req["q"], p.settings.top_k)
         out = {"ranked": [r.page_id for r in ranked], "packets": {}}
@@ -130,12 +132,17 @@ def latency(trees: list[Tree], n: int) -> dict:
         for q in qs:
             t.ask(op="search", q=q)
     ms: dict[str, list[float]] = {t.name: [] for t in trees}
+    cpu: dict[str, list[float]] = {t.name: [] for t in trees}
     load = os.getloadavg()[0]
     for i, q in enumerate(qs):
         for t in (trees if i % 2 == 0 else trees[::-1]):
-            ms[t.name].append(t.ask(op="search", q=q)["ms"])
+            got = t.ask(op="search", q=q)
+            ms[t.name].append(got["ms"])
+            cpu[t.name].append(got["cpu_ms"])
     return {name: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(pct(v, 0.95), 1),
-                   "mean_ms": round(statistics.fmean(v), 1), "n": len(v)}
+                   "mean_ms": round(statistics.fmean(v), 1), "n": len(v),
+                   "cpu_p50_ms": round(statistics.median(cpu[name]), 1),
+                   "cpu_mean_ms": round(statistics.fmean(cpu[name]), 1)}
             for name, v in ms.items()} | {"load_before": load, "load_after": os.getloadavg()[0]}
 
 

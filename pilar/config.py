@@ -348,8 +348,9 @@ class Settings(BaseSettings):
         0, ge=0, description="server processes of `pilar serve` (each loads the model and "
         "answers on its own); 0 = one per usable core")
     api_threads: int = Field(
-        1, ge=1, description="blocking requests (searches, answers) one server process runs "
-        "at once; the others wait their turn instead of contending for its cores")
+        2, ge=1, description="blocking requests (searches, answers) one server process runs "
+        "at once (two: one runs while the other waits on a store read); the others wait "
+        "their turn instead of contending for its cores")
     api_ingest_worker: bool = Field(
         True, description="pilar serve starts its ingest worker (pilar worker) beside the API; "
         "false: jobs wait for a `pilar worker` run elsewhere on the same job store (the same "

@@ -109,3 +109,22 @@ def test_only_a_tokenizer_that_splits_at_whitespace_is_counted_by_line():
     assert TokenCounter(wordpiece, "wordpiece", estimate=True).splits_at_newlines
     wordpiece.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace()])
     assert not TokenCounter(wordpiece, "metaspace", estimate=True).splits_at_newlines
+
+
+def test_a_page_cache_makes_young_collections_rarer():
+    """A process caching pages holds ~600 tracked objects a page: at CPython's
+    young threshold (700) a full collection walks them every ~40 searches."""
+    import gc
+
+    from pilar.stores import YOUNG_THRESHOLD, PageCache
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        PageCache(None, lambda: None)
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10) == (10_000, 10, 10)
+        gc.set_threshold(50_000, 10, 10)  # a program's own higher threshold is kept
+        PageCache(None, lambda: None)
+        assert gc.get_threshold() == (50_000, 10, 10)
+    finally:
+        gc.set_threshold(*before)

@@ -100,14 +100,15 @@ class SqliteGraphStore:
         of ``doc_ids`` that exist (unknown ids are skipped), limited to
         ``collections`` and ``statuses`` when given. One query. Raises
         ``sqlite3.Error`` if the read fails."""
+        # only the filters given, so that SQLite looks ids up by the primary key
+        # (with "?1 IS NULL OR ..." it scans every document)
+        filters = [(f"{col} IN (SELECT value FROM json_each(?))", json.dumps(list(v)))
+                   for col, v in (("doc_id", doc_ids), ("collection", collections),
+                                  ("status", statuses)) if v is not None]
+        where = " AND ".join(f for f, _ in filters) or "1"
         rows = self.db.conn.execute(
-            f"SELECT {sql.DOC_READ} FROM documents d WHERE "
-            "(?1 IS NULL OR doc_id IN (SELECT value FROM json_each(?1))) AND "
-            "(?2 IS NULL OR collection IN (SELECT value FROM json_each(?2))) AND "
-            "(?3 IS NULL OR status IN (SELECT value FROM json_each(?3))) "
-            "ORDER BY ingested_at, uri",
-            tuple(None if v is None else json.dumps(list(v))
-                  for v in (doc_ids, collections, statuses)))
+            f"SELECT {sql.DOC_READ} FROM documents d WHERE {where} ORDER BY ingested_at, uri",
+            [v for _, v in filters])
         return [self._doc(r) for r in rows]
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:

@@ -53,8 +53,11 @@ class Packer:
         selected, tables = [], {}
         if use_units:
             anchors = [(rank, u) for rank, pid in enumerate(ids) for u in material[pid][1]]
+            plain = [u for _, u in anchors]
+            facts = self.selector.page_facts(plain)  # read once for selection and tables
             selected = self.selector.select(question, anchors, [p.score for p in pages], budget,
-                                            frozenset(s for p in pages for s in p.bridging))
-            tables = self.selector.tables([u for _, u in anchors])
+                                            frozenset(s for p in pages for s in p.bridging),
+                                            facts)
+            tables = self.selector.tables(plain, facts)
         return assemble(question, pages, evidence, selected, self.counter, budget, self.config,
                         use_units=use_units, tables=tables)

@@ -103,8 +103,8 @@ class UnitSelector:
 
     def select(self, question: str, units: list[tuple[int, Unit]],
                page_scores: list[float] | None = None,
-               budget: int | None = None, bridging: frozenset[str] = frozenset()
-               ) -> list[ScoredUnit]:
+               budget: int | None = None, bridging: frozenset[str] = frozenset(),
+               facts: list[PageFacts] | None = None) -> list[ScoredUnit]:
         """Rank ``[(page_rank, unit)]`` for ``question``; at most ``prefilter``
         results, best first. With ``page_scores`` (the anchor pages' retrieval
         scores, by rank) each unit's score gains ``page_weight`` times its
@@ -115,12 +115,14 @@ class UnitSelector:
         Units whose support is in ``bridging`` (the units a multi-hop chain
         runs through, :attr:`~pilar.model.RankedPage.bridging`) go first of
         all, in page order: a reader follows the chain through them; with
-        any, the other units come page by page in turn."""
+        any, the other units come page by page in turn. ``facts`` are
+        :meth:`page_facts` of the units (read now when not given)."""
         if not units:
             return []
         q = tokens(question)
         plain = [u for _, u in units]
-        lexical, idf = bm25_of_postings(q, [f.postings for f in self._page_facts(plain)])
+        facts = self.page_facts(plain) if facts is None else facts
+        lexical, idf = bm25_of_postings(q, [f.postings for f in facts])
         named = self._key_scores(plain, lexical, idf)
         order = np.argsort(-lexical, kind="stable")[: self.prefilter]
         extra = [i for i in np.argsort(-named, kind="stable")[:KEY_ROWS] if named[i] > 0]
@@ -128,7 +130,7 @@ class UnitSelector:
         picked = [(units[i][0], units[i][1], float(lexical[i])) for i in order]
         rerank = self._rerank(question, [u for _, u, _ in picked],
                               np.array([lex for _, _, lex in picked]),
-                              plain) + KEY_WEIGHT * named[order]
+                              facts) + KEY_WEIGHT * named[order]
         prior = [0.0] * len(picked)
         if page_scores and self.page_weight:
             top = max(page_scores)
@@ -142,17 +144,19 @@ class UnitSelector:
             scored = _by_page_in_turn(scored)
         return self._with_bridging(units, lexical, scored, bridging)
 
-    def tables(self, units: list[Unit]) -> dict[TableKey, list[Unit]]:
+    def tables(self, units: list[Unit],
+               facts: list[PageFacts] | None = None) -> dict[TableKey, list[Unit]]:
         """The row units of ``units`` (the anchor pages' units, page after
         page) by table, as :func:`~pilar.packing.statistics.tables_of` gives
-        them, from each page's remembered :class:`PageFacts` (lists shared
-        between searches: read them, never change them)."""
+        them, from each page's remembered :class:`PageFacts` (``facts``:
+        :meth:`page_facts` of ``units``, read now when not given; lists
+        shared between searches: read them, never change them)."""
         out: dict[TableKey, list[Unit]] = {}
-        for facts in self._page_facts(units):
-            out.update(facts.tables)
+        for page in self.page_facts(units) if facts is None else facts:
+            out.update(page.tables)
         return out
 
-    def _page_facts(self, units: list[Unit]) -> list[PageFacts]:
+    def page_facts(self, units: list[Unit]) -> list[PageFacts]:
         """The :class:`PageFacts` of ``units`` (anchor pages' units, page
         after page), one per run of units of one page; a page's are
         remembered for :data:`FACT_PAGES` pages (pages are content-addressed,
@@ -183,6 +187,8 @@ class UnitSelector:
                        scored: list[ScoredUnit], bridging: frozenset[str]) -> list[ScoredUnit]:
         """``scored`` with the units of ``bridging`` supports moved or added
         to the top, in page order, scored just above the best unit."""
+        if not bridging:  # the single-shot profile: nothing to look for
+            return scored
         pinned = [(rank, u, float(lex)) for (rank, u), lex in zip(units, lexical)
                   if u.support_id in bridging]
         if not pinned:
@@ -252,28 +258,29 @@ class UnitSelector:
             *neighbour_units(question, units, ranked, limit)]}.values())[:limit]
         if not cues:
             return scored
-        where = {u.unit_id: (rank, float(lex)) for (rank, u), lex in zip(units, lexical)}
-        top = scored[0].score if scored else 0.0
         ids = {u.unit_id for u in cues}
+        where = {u.unit_id: (rank, float(lexical[i])) for i, (rank, u) in enumerate(units)
+                 if u.unit_id in ids}
+        top = scored[0].score if scored else 0.0
         lifted = [ScoredUnit(u, where[u.unit_id][1], top + 1e-3 * (len(cues) - i),
                              where[u.unit_id][0]) for i, u in enumerate(cues)]
         return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
 
     def _rerank(self, question: str, units: list[Unit], lexical: np.ndarray,
-                page_units: list[Unit]) -> np.ndarray:
+                facts: list[PageFacts]) -> np.ndarray:
         """CrossEncoder scores, or without one the hybrid of PILAR §3.4 at unit
         level: 0.4 x BM25 (min-max over the candidates) + 0.6 x cosine.
-        ``page_units`` are all units of the anchor pages (in order), which
-        cut the runs (:func:`~pilar.retrieval.embeddings.group_leaders`): a
-        unit without a vector of its own takes its run's (a store built
-        before runs has one per unit); one with neither is embedded now."""
+        ``facts`` are those of the anchor pages, whose runs
+        (:func:`~pilar.retrieval.embeddings.group_leaders`) give a unit
+        without a vector of its own its run's (a store built before runs
+        has one per unit); one with neither is embedded now."""
         if self.cross_encoder is not None:
             pairs = [(question, u.completed_text) for u in units]
             return np.asarray(self.cross_encoder.predict(pairs, show_progress_bar=False))
         query = self.embedder.query(question)
         lead: dict[str, str] = {}
-        for facts in self._page_facts(page_units):
-            lead.update(facts.leaders)
+        for page in facts:
+            lead.update(page.leaders)
         ids = [u.unit_id for u in units]
         found = self._stored_vectors(list(dict.fromkeys(ids + [lead.get(i, i) for i in ids])))
         vectors = {i: found[i] if i in found else found.get(lead.get(i, i)) for i in ids}
