@@ -7,17 +7,20 @@ Parses ``--limit`` dev pages once (tables, units, assertions, entities), then
 writes the same parsed documents into the embedded SQLite store and into Neo4j
 (``--neo4j-uri`` or NEO4J_URI; start one with tests/servers/neo4j/start),
 side by side, each into an empty store, in batches of ``--batch`` documents
-(``GraphStore.write_documents``: one transaction per batch, as ingest writes
-the documents of one embedding call, about ten of these pages; 1 is a
-transaction per document), for
+(``GraphStore.write_documents``, as ingest writes the documents of one
+embedding call, about ten of these pages: one SQLite transaction per batch;
+on Neo4j ``WRITE_TRANSACTIONS`` concurrent ones, each with whole documents;
+1 is a transaction per document), for
 each batch size given. Reports documents, assertions, seconds and assertions
 per second (all graph rows of a batch are written in its one transaction, so
 the rate includes pages, supports, units and entities). Target: >= 10,000
 assertions/s into Neo4j (issue 34). The JSON keeps the largest batch under
 ``sqlite`` and ``neo4j``, every size under ``by_batch``. The test launcher
-tunes its JVM for start-up (C1 only); for throughput start it with full JIT:
-``NEO4J_JAVA_OPTS=-XX:+UseParallelGC tests/servers/neo4j/start`` (the second
-run in a server's life is the warmed-up figure).
+tunes its JVM for start-up (C1 only) and a small heap; for throughput start it
+with full JIT and docker-compose.yml's memory (2 GB heap, 1 GB page cache):
+``NEO4J_JAVA_OPTS=-XX:+UseParallelGC NEO4J_HEAP=2g NEO4J_PAGECACHE_MB=1024
+tests/servers/neo4j/start`` (the second run in a server's life is the
+warmed-up figure).
 """
 
 from __future__ import annotations
