@@ -218,10 +218,21 @@ def link_batch(docs: list[ParsedDocument], graph, settings: Settings | None = No
     batch, as :func:`link_across` would have had each been stored before the
     next: document ``i`` links to entities of its collection in ``graph``
     and in ``docs[:i]`` (call :func:`in_collection` on each first). Store
-    errors propagate."""
+    errors propagate. The store's candidates of every name the documents
+    may look up are read first, in one read per collection
+    (``GraphStore.entity_candidates_many``)."""
+    settings = settings or Settings()
     earlier = _WithEarlier(graph)
+    names: dict[str, dict[str, None]] = {}
     for parsed in docs:
-        parsed.same_as = link_across(parsed, earlier if earlier.earlier else graph, settings)
+        wanted = names.setdefault(parsed.document.collection, {})
+        for e in parsed.entities:
+            if e.type != CODE_TYPE:
+                wanted.update(dict.fromkeys((e.name, *e.aliases[:MAX_ALIAS_QUERIES])))
+    for collection, wanted in names.items():
+        earlier.prefetch(list(wanted), settings.link_candidates, [collection])
+    for parsed in docs:
+        parsed.same_as = link_across(parsed, earlier, settings)
         earlier.add(parsed.entities)
 
 
@@ -243,6 +254,12 @@ class _WithEarlier:
         self.earlier: dict[str, Entity] = {}
         self._by_word: dict[str, set[str]] = {}
         self._position: dict[str, int] = {}
+        self._read: dict[tuple, list[Entity]] = {}
+
+    def prefetch(self, names: list[str], limit: int, collections: list[str]) -> None:
+        """Read the store's candidates of ``names`` now, in one read."""
+        found = self.graph.entity_candidates_many(names, limit, collections)
+        self._read.update(((name, limit, tuple(collections)), c) for name, c in zip(names, found))
 
     def add(self, entities: list[Entity]) -> None:
         """Count ``entities`` as written (aliases merged into a known id's)."""
@@ -267,7 +284,9 @@ class _WithEarlier:
 
     def entity_candidates(self, name: str, limit: int = 20,
                           collections: list[str] | None = None) -> list[Entity]:
-        found = self.graph.entity_candidates(name, limit, collections)
+        found = self._read.get((name, limit, None if collections is None else tuple(collections)))
+        if found is None:
+            found = self.graph.entity_candidates(name, limit, collections)
         seen = {c.entity_id for c in found}
         ids = set().union(*(self._by_word.get(w, ()) for w in normalise(name).split()))
         more = [self.earlier[eid] for eid in sorted(ids - seen, key=self._position.__getitem__)
