@@ -7,10 +7,9 @@ Parses ``--limit`` dev pages once (tables, units, assertions, entities), then
 writes the same parsed documents into the embedded SQLite store and into Neo4j
 (``--neo4j-uri`` or NEO4J_URI; start one with tests/servers/neo4j/start),
 side by side, each into an empty store, in batches of ``--batch`` documents
-(``GraphStore.write_documents``, as ingest writes the documents of one
-embedding call, about ten of these pages: one SQLite transaction per batch;
-on Neo4j ``WRITE_TRANSACTIONS`` concurrent ones, each with whole documents;
-1 is a transaction per document), for
+(``GraphStore.write_documents``: one transaction per batch, as ingest writes
+the documents of one embedding call, about ten of these pages; 1 is a
+transaction per document), for
 each batch size given. Reports documents, assertions, seconds and assertions
 per second (all graph rows of a batch are written in its one transaction, so
 the rate includes pages, supports, units and entities). Target: >= 10,000

@@ -5,9 +5,8 @@ Writes follow DESIGN.md's protocol for two separate stores, for a batch of
 documents at once (:meth:`DocumentWriter.store_many`): the graph records
 them ``pending`` (one write), the index takes all their pages (one bulk
 write and one refresh on Elasticsearch), then the graph takes all their
-layers with status ``ready`` (the visibility switch every read honours: each
-document appears whole; in one transaction for the batch on SQLite, in
-``WRITE_TRANSACTIONS`` concurrent ones of whole documents on Neo4j); a failed
+layers with status ``ready`` in one transaction (the visibility switch every
+read honours: every document of the batch appears at once, whole); a failed
 write removes what it wrote and each document is tried again alone, and
 documents left ``pending`` or ``deleting`` by a crash are removed by the
 next ingest (one writer at a time, :meth:`DocumentWriter.recover`), after

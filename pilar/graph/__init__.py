@@ -101,11 +101,9 @@ class GraphStore(Protocol):
         ...
     def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
         """:meth:`write_document` for every ``(parsed, replaces)`` of
-        ``items``, each document visible whole (``ready``) or not at all: the
-        write protocol's visibility switch (one transaction for the batch on
-        SQLite; on Neo4j concurrent ones of whole documents, so after a
-        failure some may be ``ready`` and the caller removes the batch);
-        ``ingested_at`` increasing in ``items`` order. Returns the stored
+        ``items`` in one transaction (all of them visible, ``ready``, or none:
+        the write protocol's visibility switch for a batch of documents;
+        ``ingested_at`` increasing in ``items`` order). Returns the stored
         Documents in order."""
         ...
     def delete_document(self, doc_id: str) -> bool:

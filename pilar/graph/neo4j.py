@@ -15,7 +15,6 @@ reads in :mod:`pilar.graph.neo4j_rows`, the schema in ``migrations/neo4j``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
@@ -29,14 +28,6 @@ from pilar.graph.neo4j_rows import (assertion_of, batch_rows, batches, document_
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
 from pilar.parts import words as split_words
-
-WRITE_TRANSACTIONS = 2
-"""Concurrent write transactions a batch of documents is split into: the
-server runs each on its own thread (two cores here), and one transaction's
-rows are built while the other's statements run. Entities two of them share
-are MERGEd under the unique constraint's lock (the second waits for the
-first to commit; their rows go in entity-id order, so the locks are taken in
-one order). bench/graph_write.py: see README."""
 
 
 def _fulltext_query(name: str) -> str | None:
@@ -239,47 +230,29 @@ class Neo4jGraphStore:
 
     def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
         """Write every ``(parsed, replaces)`` of ``items`` with status
-        ``ready``: each document whole in one managed transaction, the batch
-        in :data:`WRITE_TRANSACTIONS` concurrent ones (every other document
-        in each; one when a document replaces others: their deletes stay in
-        one transaction), each building its rows and sending every layer of
-        its documents together as ``UNWIND`` batches of up to
-        :data:`~pilar.graph.neo4j_rows.BATCH` rows (first the documents each
-        replaces lose their layers and become ``deleting``). Returns the
-        stored Documents in order. Raises :class:`StoreError` when a
-        transaction fails: nothing of its documents is written, and the
-        documents of the others may be ``ready`` (the caller removes the
-        batch: ``pilar.writes.DocumentWriter``)."""
+        ``ready`` in ONE managed transaction: first the documents each
+        replaces lose their layers and become ``deleting``, then each layer
+        of all documents together as ``UNWIND`` batches of up to
+        :data:`~pilar.graph.neo4j_rows.BATCH` rows (a few statements per
+        batch of documents, not per document). Returns the stored Documents
+        in order. Raises :class:`StoreError` (nothing of the batch written)."""
         docs = [parsed.document for parsed, _ in items]
         for doc, at in zip(docs, ingest_times(len(docs))):
             doc.status, doc.ingested_at = "ready", at
-        if len(items) < 2 or any(olds for _, olds in items):
-            self._write_group(items)
-            return docs
-        groups = [items[i::WRITE_TRANSACTIONS] for i in range(WRITE_TRANSACTIONS)]
-        with ThreadPoolExecutor(len(groups)) as pool:
-            futures = [pool.submit(self._write_group, group) for group in groups]
-        for future in futures:
-            future.result()  # the first failure, once every transaction has ended
-        return docs
-
-    def _write_group(self, items: list[tuple[ParsedDocument, list[str]]]) -> None:
-        """One managed transaction of :meth:`write_documents` (documents
-        already stamped ``ready``)."""
         layers = batch_rows([parsed for parsed, _ in items])
-        rows = [to_jsonable(parsed.document) for parsed, _ in items]
         replaced = [old for _, olds in items for old in olds]
 
         def work(tx):
             for old in replaced:
                 self._delete_in(tx, old, keep_node=True)
                 tx.run(cy.SET_STATUS, doc_id=old, status="deleting").consume()
-            tx.run(cy.WRITE_DOCUMENTS, rows=rows).consume()
-            for query, layer in layers:
-                for batch in batches(layer):
+            tx.run(cy.WRITE_DOCUMENTS, rows=[to_jsonable(d) for d in docs]).consume()
+            for query, rows in layers:
+                for batch in batches(rows):
                     tx.run(query, rows=batch).consume()
 
         self._write(work)
+        return docs
 
     def entity_candidates(self, name: str, limit: int = 20,
                           collections: list[str] | None = None) -> list[Entity]:

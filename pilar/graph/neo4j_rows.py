@@ -67,9 +67,6 @@ def batch_rows(docs: list[ParsedDocument]) -> list[tuple[str, list]]:
             if i == len(merged):
                 merged.append((query, []))
             merged[i][1].extend(rows)
-    for query, rows in merged:
-        if query == cy.WRITE_ENTITIES:  # one lock order for concurrent writes (stable)
-            rows.sort(key=lambda row: row["entity_id"])
     return merged
 
 
