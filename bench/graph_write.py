@@ -15,9 +15,11 @@ per second (all graph rows of a batch are written in its one transaction, so
 the rate includes pages, supports, units and entities). Target: >= 10,000
 assertions/s into Neo4j (issue 34). The JSON keeps the largest batch under
 ``sqlite`` and ``neo4j``, every size under ``by_batch``. The test launcher
-tunes its JVM for start-up (C1 only); for throughput start it with full JIT:
-``NEO4J_JAVA_OPTS=-XX:+UseParallelGC tests/servers/neo4j/start`` (the second
-run in a server's life is the warmed-up figure).
+tunes its JVM for start-up (C1 only) and a small heap; for throughput start it
+with full JIT and docker-compose.yml's memory (2 GB heap, 1 GB page cache):
+``NEO4J_JAVA_OPTS=-XX:+UseParallelGC NEO4J_HEAP=2g NEO4J_PAGECACHE_MB=1024
+tests/servers/neo4j/start`` (the second run in a server's life is the
+warmed-up figure).
 """
 
 from __future__ import annotations

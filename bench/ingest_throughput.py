@@ -8,8 +8,11 @@ another (default ``main``), side by side in one run.
 Corpora (from ``../shared/data``): ``html`` the dev Wikipedia pages
 (``wtq/dev/pages``, a fixed-seed sample of ``--limit``), ``pdf`` born-digital
 PDFs (``pdf/wiki`` sample of ``--pdf-limit`` plus ``pdf/real``), ``scanned``
-image-only PDFs (``pdf/scanned``, OCR). Graphs: ``sqlite`` (the embedded
-store) and ``neo4j`` (needs ``NEO4J_URI``; the page index stays embedded).
+image-only PDFs (``pdf/scanned``, OCR). Stores (``--graphs``): ``sqlite``
+(the embedded store), ``neo4j`` (needs ``NEO4J_URI``; the page index stays
+embedded) and ``neo4j+es``, the production stack (Neo4j and, with
+``ELASTICSEARCH_URL``, an Elasticsearch page index of its own per run,
+dropped after it).
 
 Every (tree, corpus, graph) run is its own process with a fresh
 ``PILAR_HOME`` (on Neo4j the stored documents are deleted first), so peak RSS
@@ -27,7 +30,11 @@ supports, tables, units; OCR included), ``graph`` (assertions and entities),
 transaction). A tree whose :class:`~pilar.model.IngestResult` carries
 ``stages`` reports them itself; for an older tree the stage functions are
 wrapped with timers. The other tree is exported with ``git archive`` to a
-temporary folder and run with ``PYTHONPATH`` pointing there.
+temporary folder and run with ``PYTHONPATH`` pointing there, from the
+run's fresh home folder: Python 3.11's forkserver, which the parse workers
+start from, puts its working directory first on ``sys.path`` and ignores
+the caller's, so a run started inside this checkout gave the other tree's
+workers this tree's ``pilar`` and none of them started.
 """
 
 from __future__ import annotations
@@ -118,7 +125,7 @@ def child(spec: dict) -> dict:
     from pilar.model import IngestResult
 
     p = Pilar(home=spec["home"])
-    for d in p.docs() if spec["graph"] == "neo4j" else []:
+    for d in p.docs() if spec["graph"] != "sqlite" else []:
         p.delete(d.doc_id)
     t = time.perf_counter()
     p.embedder.encode(["warm up the embedding model"])
@@ -141,6 +148,8 @@ def child(spec: dict) -> dict:
     else:
         stages = timers.total
     pages = sum(r.n_pages for r in ok)
+    if p.index.name == "elasticsearch":
+        p.index.drop()  # the run's own indexes
     return {"files": len(results), "failed": sum(r.status == "failed" for r in results),
             "pages": pages, "units": sum(r.n_units for r in ok), "wall_s": round(wall, 3),
             "pages_per_s": round(pages / wall, 3) if wall else 0.0, "cpu_s": round(cpu, 2),
@@ -171,11 +180,15 @@ def export_tree(ref: str, tmp: Path) -> Path:
 def run(tree: Path, spec: dict, tmp: Path) -> dict:
     """Run :func:`child` in a new process importing pilar from ``tree``."""
     home = Path(tempfile.mkdtemp(prefix="home-", dir=tmp))
-    env = {**os.environ, "PYTHONPATH": str(tree), "PILAR_GRAPH": spec["graph"],
+    graph, _, index = spec["graph"].partition("+")
+    env = {**os.environ, "PYTHONPATH": str(tree), "PILAR_GRAPH": graph,
            "PYTHONDONTWRITEBYTECODE": "1"}
+    if index == "es":
+        env.update(PILAR_INDEX="elasticsearch", PILAR_ELASTICSEARCH_INDEX=f"bench-{home.name}")
+    # cwd: the forkserver's sys.path starts with it (see the module docstring)
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                            json.dumps({**spec, "home": str(home)})],
-                          env=env, capture_output=True, text=True)
+                          env=env, capture_output=True, text=True, cwd=home)
     shutil.rmtree(home, ignore_errors=True)
     if proc.returncode != 0:
         raise SystemExit(f"run failed ({tree}, {spec['corpus']}, {spec['graph']}):\n"

@@ -102,6 +102,22 @@ def test_entity_candidates_match_names_and_aliases(graph_store):
     assert graph_store.entity_candidates("nothing like it") == []
 
 
+def test_entity_candidates_of_many_names_in_one_read(graph_store):
+    parsed = _with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet", "Krishna Tower",
+                                                          "Ratan Square"])
+    graph_store.write_document(parsed)
+    names = ["ratan", "nothing like it", "", "Krishna Planet", "ratan"]
+    many = graph_store.entity_candidates_many(names, 2, ["default"])
+    assert many == [graph_store.entity_candidates(n, 2, ["default"]) for n in names]
+    assert many[1] == many[2] == []
+    assert {e.entity_id for e in many[3]} == {"person:krishna tower", "person:ratan planet"}
+    assert len(many[0]) == 2 and {e.entity_id for e in many[0]} <= {
+        "person:ratan planet", "person:ratan square"}
+    assert many[0][0].aliases and many[0][0].collection == "default"
+    assert graph_store.entity_candidates_many(["ratan"], 5, ["other"]) == [[]]
+    assert graph_store.entity_candidates_many([]) == []
+
+
 def _in(collection: str, path, people: list[str]):
     """``path`` parsed as a document of ``collection`` (its id and entities
     as the writer gives them), with entities naming ``people``."""

@@ -125,6 +125,12 @@ class GraphStore(Protocol):
         when given (an entity belongs to the collection of the documents
         that use it, :attr:`pilar.model.Entity.collection`)."""
         ...
+    def entity_candidates_many(self, names: list[str], limit: int = 20,
+                               collections: list[str] | None = None) -> list[list[Entity]]:
+        """:meth:`entity_candidates` of each of ``names``, in order, in one
+        read where the backend is a server (linking a batch of documents
+        asked Neo4j once per name: 4,876 round trips for 30 pages)."""
+        ...
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
         """``{entity_id: Entity}`` (with its collection, without mentions)
         for the ids that exist."""

@@ -30,6 +30,15 @@ from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page,
 from pilar.parts import words as split_words
 
 
+def _fulltext_query(name: str) -> str | None:
+    """The Lucene query of the ``entity_names`` index for ``name``: its
+    first 16 distinct words, each quoted, ORed; None when it has none."""
+    words = list(dict.fromkeys(split_words(name)))[:16]
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+
+
 class Neo4jGraphStore:
     """GraphStore on a Neo4j 5 server (see :class:`pilar.graph.GraphStore`).
 
@@ -250,13 +259,26 @@ class Neo4jGraphStore:
         """Stored entities (of ``collections`` when given) whose name or
         aliases share words with ``name`` (full-text blocking for entity
         linking, PILAR App. E.2), best first."""
-        words = list(dict.fromkeys(split_words(name)))[:16]
-        if not words:
+        query = _fulltext_query(name)
+        if query is None:
             return []
-        query = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
         return [entity_of(r) for r in self._read(
             cy.ENTITY_CANDIDATES, q=query, limit=limit,
             collections=None if collections is None else list(collections))]
+
+    def entity_candidates_many(self, names: list[str], limit: int = 20,
+                               collections: list[str] | None = None) -> list[list[Entity]]:
+        """:meth:`entity_candidates` of each of ``names``, in order, in one
+        read (:data:`~pilar.graph.neo4j_cypher.ENTITY_CANDIDATES_MANY`).
+        Raises :class:`StoreError` if the read fails."""
+        out: list[list[Entity]] = [[] for _ in names]
+        if names:
+            for i, found in self._values(
+                    cy.ENTITY_CANDIDATES_MANY, qs=[_fulltext_query(n) for n in names],
+                    limit=limit, collections=None if collections is None else list(collections)):
+                out[i] = [Entity(eid, name, type_, tuple(aliases or ()), collection=coll)
+                          for eid, name, type_, aliases, coll in found]
+        return out
 
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
         """``{entity_id: Entity}`` for the ids that exist."""

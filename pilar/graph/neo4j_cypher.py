@@ -146,6 +146,18 @@ ENTITY_CANDIDATES = """
 CALL db.index.fulltext.queryNodes('entity_names', $q) YIELD node AS e, score
 WHERE $collections IS NULL OR e.collection IN $collections
 """ + ENTITY_RETURN + " LIMIT $limit"
+# ENTITY_CANDIDATES of each full-text query of $qs (null: none), in one read:
+# [i, [[id, name, type, aliases, collection], ...]] for the queries with hits
+ENTITY_CANDIDATES_MANY = """
+UNWIND range(0, size($qs) - 1) AS i
+CALL (i) {
+  WITH i WHERE $qs[i] IS NOT NULL
+  CALL db.index.fulltext.queryNodes('entity_names', $qs[i]) YIELD node AS e, score
+  WITH e WHERE $collections IS NULL OR e.collection IN $collections
+  RETURN e LIMIT $limit
+}
+RETURN i, collect([e.entity_id, e.name, e.type, e.aliases, e.collection]) AS found
+"""
 
 PAGE_SECTIONS = """
 UNWIND $ids AS pid MATCH (:Page {page_id: pid})<-[:ON_PAGE]-(p:Provenance)

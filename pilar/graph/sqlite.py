@@ -330,6 +330,11 @@ class SqliteGraphStore:
             match, None if collections is None else json.dumps(list(collections)), limit))
         return [_entity(r) for r in rows]
 
+    def entity_candidates_many(self, names: list[str], limit: int = 20,
+                               collections: list[str] | None = None) -> list[list[Entity]]:
+        """:meth:`entity_candidates` of each of ``names``, in order."""
+        return [self.entity_candidates(name, limit, collections) for name in names]
+
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
         """``{entity_id: Entity}`` for the ids that exist."""
         out = {}
