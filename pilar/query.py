@@ -187,12 +187,14 @@ def require_scope(scope: Scope, documents: Callable[..., list[Document]]) -> Non
         return
     names = list(scope.collections) if scope.collections is not None else None
     stored = documents(list(scope.doc_ids) if scope.doc_ids else None, collections=names)
-    if scope.collections and (absent := [c for c in scope.collections
-                                         if c not in {d.collection for d in stored}]):
-        raise UnknownScopeError(unknown_scope(absent, [], True))
+    # the documents first: with ids given, ``stored`` holds only those, so a
+    # collection without them is not a collection without documents
     if scope.doc_ids is not None and (absent := [
             d for d in scope.doc_ids if d not in {doc.doc_id for doc in stored}]):
         raise UnknownScopeError(unknown_scope([], absent, scope.collections is not None))
+    if scope.collections and (absent := [c for c in scope.collections
+                                         if c not in {d.collection for d in stored}]):
+        raise UnknownScopeError(unknown_scope(absent, [], True))
 
 
 def _collection(name: str) -> str:

@@ -199,6 +199,24 @@ def test_a_limited_search_finding_nothing_says_nothing_of_other_collections(tmp_
                     "GET /v1/documents"] * 2
 
 
+def test_a_document_of_another_collection_is_told_as_an_unknown_id(tmp_path: Path):
+    """A search limited to ``team-b`` naming a ``team-a`` document hears what
+    an id nobody has gets, not that ``team-b`` (which holds a document) is empty."""
+    from pilar.errors import UnknownScopeError
+
+    p = Pilar(home=tmp_path / "home")
+    other = p.ingest([CORPUS / "204-541.html"], collection="team-a")[0].doc_id
+    p.ingest([CORPUS / "204-903.html"], collection="team-b")
+    told = []
+    for doc_id in (other, "0123456789abcdef"):
+        with pytest.raises(UnknownScopeError) as caught:
+            p.search("what is the tallest building in kanpur?", collections=["team-b"],
+                     doc_ids=[doc_id], budget=400)
+        told.append(str(caught.value))
+    assert told == [f"no document with id {d!r} in the collections given: list them with "
+                    "`pilar docs` or GET /v1/documents" for d in (other, "0123456789abcdef")]
+
+
 def test_files_in_folders_that_are_not_documents_are_reported_skipped(tmp_path: Path):
     folder = tmp_path / "docs"
     folder.mkdir()
