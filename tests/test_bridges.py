@@ -14,7 +14,7 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.chains import Chain, keep_chains
+from pilar.retrieval.chains import Chain, keep_chains, start_names
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -188,6 +188,14 @@ def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
     assert on(record, ["VSC-65"], True) == {"s1.1", "s1.2"}  # the whole record, not the next table
     assert on(record, ["VSC-65"], False) is None  # a start about the thing: every unit
     assert on(register, ["QC-99"], False) is None
+    # a start is entered through the question's codes and names, not the common nouns it links
+    named = [("thing:reefer", "Reefer"), ("code:qc10", "QC-10"), ("thing:qc 10", "QC-10")]
+    assert start_names(named) == ["QC-10"]
+    manifest = [Unit("p", "d", 1, "paragraph", "Reefer containers are monitored.", "", "s9.0"),
+                *register]
+    assert on(manifest, start_names(named), False) == {"s0.2"}
+    assert on(manifest, [n for _, n in named], False) is None  # "Reefer" made every unit a way on
+    assert start_names([("thing:reefer", "Reefer")]) == ["Reefer"]
 
 
 def test_the_asked_text_leaves_out_the_names_a_question_starts_from():

@@ -34,7 +34,8 @@ hop grows every chain of the beam by one page:
    when the anchor is not about what the chain came through (another row
    of the register than the one naming ``QC-09``; the rows of a two-column
    record all are, and on a start every unit is unless the question's
-   entity is named only in register rows);
+   codes and proper names, :func:`~pilar.retrieval.chains.start_names`,
+   are named only in register rows);
 3. *chains*: a chain's score is its first page's score (plus
    ``named_start`` times the specificity of the question's entity it
    names: the question names where its chain starts) plus its last page's
@@ -85,7 +86,7 @@ from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.embeddings import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
-from pilar.retrieval.chains import Chain, Hop, bridge_name, keep_chains
+from pilar.retrieval.chains import Chain, Hop, bridge_name, keep_chains, start_names
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_scores, tokens
@@ -198,6 +199,7 @@ class BridgeExpander:
         qterms = tokens(question)
         names = [name for _, name in named]
         asks = set(qterms) - naming_words(question, names)
+        specific = start_names(named)
         raw = [p.trace.get("bm25_raw", 0.0) for p in by_id.values() if not p.trace.get("expanded")]
         lo, hi = (min(raw), max(raw)) if raw else (0.0, 0.0)
         self._score(question, query, naming, by_id, scope, (lo, hi))
@@ -225,7 +227,7 @@ class BridgeExpander:
             self._score(question, query, reached, by_id, scope, (lo, hi))
             self._kinds([pid for pid in reached if pid in by_id], by_id, kinds)
             ends([pid for pid in reached if pid in by_id])
-            grown = self._grow(beam, names, reached, by_id, kinds, superseded, memo)
+            grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
             if not grown:
                 break
             beam = grown

@@ -43,6 +43,16 @@ def bridge_name(entity_id: str, name: str) -> bool:
     return is_code(entity_id) or is_measure(entity_id) or proper_name(name)
 
 
+def start_names(named: list[tuple[str, str]]) -> list[str]:
+    """The names a chain's start is entered through, of the question's
+    ``(entity_id, name)`` pairs: its codes and proper names (those that
+    could be a bridge: :func:`bridge_name`), not the common nouns it also
+    links ("Reefer", "Chief executive": every page of a kind names them, so
+    a manifest row naming the container would not stand out of the page);
+    all the names when it gives none of those."""
+    return [name for eid, name in named if bridge_name(eid, name)] or [n for _, n in named]
+
+
 @dataclass(slots=True)
 class Hop:
     """How a page joined a chain: the ``bridge`` entity (id and name), the
