@@ -185,7 +185,13 @@ def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
     on = BridgeExpander._on_units
     assert on(register, ["QC-10"], True) == {"s0.2"}
     assert on(register, ["QC-10"], False) == {"s0.2"}  # the question names one row of a register
-    assert on(record, ["VSC-65"], True) == {"s1.1", "s1.2"}  # the whole record, not the next table
+    # the whole record, its other tables of fields included, not the register beside it
+    assert on(record + register, ["VSC-65"], True) == {"s1.1", "s1.2", "s2.1", "s0.1", "s0.2"}
+    assert on(record, ["Vostrand"], True) == {"s1.1", "s1.2", "s2.1"}
+    lead = [Unit("p", "d", 1, "paragraph", "The Megalift 65 (model code VSC-65) is a crane.", "",
+                 "s9.0"), *record[1:]]
+    assert on(lead, ["VSC-65"], True) == {"s9.0", "s1.2", "s2.1"}  # the lead introduces the record
+    assert on(register + lead, ["VSC-65"], True) == {"s0.1", "s0.2", "s9.0"}  # not a lead there
     assert on(record, ["VSC-65"], False) is None  # a start about the thing: every unit
     assert on(register, ["QC-99"], False) is None
     # a start is entered through the question's codes and names, not the common nouns it links

@@ -17,7 +17,10 @@ hop grows every chain of the beam by one page:
    on: the ``bridge_units`` most relevant to the question (0.5 BM25 over the
    page's units, min-max normalised, + 0.5 cosine of the unit's run vector)
    and as many of those naming the entity that brought the page (the
-   question's names on a start), whatever their relevance;
+   question's names on a start), whatever their relevance, and on a page
+   a bridge reached every unit on that bridge (the fields of the record
+   it names: the particulars' ``Length overall`` row leads on to the
+   harbour rules' length band, though it shares no word with the question);
 2. *bridges*: the entities the anchors mention and the pages they lead to
    (:meth:`GraphStore.bridges`, one read per hop). A bridge is a code
    (:mod:`pilar.ingest.codes`) or a proper name of two or more words
@@ -217,9 +220,14 @@ class BridgeExpander:
         blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
             into: dict[str, list[str]] = {}
+            on: dict[str, set[str]] = {}
             for c in beam:
                 into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops else names)
-            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query, memo)
+                if c.hops:
+                    on.setdefault(c.pages[-1], set()).update(self._on_bridge(
+                        c.pages[-1], [c.hops[-1].name], True, memo) or ())
+            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query, memo,
+                                    on)
             if not anchors:
                 break
             bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
@@ -414,13 +422,16 @@ class BridgeExpander:
         return out
 
     def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
-                 qterms: tuple[str, ...], query: np.ndarray, memo: _Memo
+                 qterms: tuple[str, ...], query: np.ndarray, memo: _Memo,
+                 on: dict[str, set[str]] | None = None
                  ) -> dict[str, tuple[float, str, Unit]]:
         """``{support_id: (relevance 0-1, page_id, unit)}``: the units of each
         frontier page a hop starts from (step 1 of the module docstring):
-        the ``bridge_units`` most relevant, and as many of those naming an
+        the ``bridge_units`` most relevant, as many of those naming an
         entity of ``into[page_id]`` (the bridges that brought the page, the
-        question's names for a start), whatever their relevance. A unit
+        question's names for a start), whatever their relevance, and every
+        unit of ``on[page_id]`` (the units on the bridge of a page a bridge
+        reached: :meth:`_on_bridge`). A unit
         names an entity when its text holds the entity's name as words, or a
         code of the same key (every row of ``VC-24-1183``, not only the
         first)."""
@@ -431,10 +442,13 @@ class BridgeExpander:
             us: list[Unit] = units.get(page.page_id, [])
             wanted = names_matcher(into.get(page.page_id, ()))
             scored, bridging = [], []
+            held = (on or {}).get(page.page_id, set())
             for u, rel in zip(us, relevance[page.page_id]):
                 if wanted(u.text):
                     rel = (rel + 0.5) / 1.5
                     bridging.append((rel, u.support_id, u))
+                elif u.support_id in held:
+                    out[u.support_id] = (rel, page.page_id, u)
                 scored.append((rel, u.support_id, u))
             for rows in (scored, bridging):
                 rows.sort(key=lambda t: (-t[0], t[1]))
@@ -486,9 +500,12 @@ class BridgeExpander:
         """The supports of ``page_id`` a chain that came to it through
         ``names`` may leave from at full weight (the others keep
         ``off_bridge``), or None for all: on a page a bridge reached (``entered``),
-        the units naming it and the rows of the same record (a two-column
-        table of fields and values one row of which names it: a datasheet's
-        "Manufacturer" row is about the model its "Model code" row gives);
+        the units naming it and the rows of its record: the two-column
+        tables of fields and values of the page when one of their rows or
+        the page's lead (a paragraph before its first table) names it (a
+        datasheet's "Manufacturer" row is about the model its "Model code"
+        row gives; a ship's particulars spread over "Identification" and
+        "Dimensions" tables are one record);
         on a start, the rows naming the question's entity when all of them
         are rows of a register (tables of more than two columns: the other
         rows are other things), else all."""
@@ -505,9 +522,12 @@ class BridgeExpander:
         naming = [u for u in units if wanted(u.text)]
         if not entered and (not naming or any(len(u.cells) <= 2 for u in naming)):
             return None
-        records = {u.table_index for u in naming if len(u.cells) == 2}
-        return frozenset([u.support_id for u in naming] + [
-            u.support_id for u in units if len(u.cells) == 2 and u.table_index in records])
+        first_table = next((i for i, u in enumerate(units) if u.cells), len(units))
+        lead = {u.support_id for u in units[:first_table]}
+        if not any(len(u.cells) == 2 or u.support_id in lead for u in naming):
+            return frozenset(u.support_id for u in naming)
+        return frozenset([u.support_id for u in naming]
+                         + [u.support_id for u in units if len(u.cells) == 2])
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],
