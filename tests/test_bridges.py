@@ -23,6 +23,8 @@ berth schedule gives its vessel, the particulars its length overall."""
 DISTRACTORS = ["ont_vessel_schedule_w23", "corvassa_argent_particulars",
                "ont_incident_ir_24_131", "ont_incident_ir_24_088"]
 """The previous week's schedule, the sister ship, two other incident reports."""
+RULES = "opa_pilotage_tug_rules"
+"""The harbour rules giving pilots and tugs by length band: the end of a 4-hop chain."""
 QUESTION = "What is the length overall of the vessel being worked during incident IR-ONT-24-117?"
 
 
@@ -91,9 +93,23 @@ def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data:
 @pytest.fixture(scope="module")
 def chain_store(shared_data: Path, tmp_path_factory) -> Pilar:
     p = Pilar(home=tmp_path_factory.mktemp("chain"))
-    results = p.ingest([shared_data / "multihop2" / f"{n}.html" for n in CHAIN + DISTRACTORS])
-    assert [r.status for r in results] == ["ingested"] * 7
+    results = p.ingest([shared_data / "multihop2" / f"{n}.html"
+                        for n in CHAIN + DISTRACTORS + [RULES]])
+    assert [r.status for r in results] == ["ingested"] * 8
     return p
+
+
+def test_a_reached_record_leads_on_by_a_field_the_question_never_words(chain_store: Pilar):
+    # the particulars' "Length overall (LOA) | 366.0 m" row shares no word with the
+    # question, but it is a field of the record the chain came to: the length band of
+    # the harbour rules is reached through it, not only found by the question's words
+    hit = chain_store.search("How many tugs must assist the vessel being worked during "
+                             "incident IR-ONT-24-117 when it berths?", budget=1024, k=5,
+                             profile="multi-hop")
+    rules = next(p for p in hit.pages if Path(p.source).stem == RULES)
+    assert rules.trace["bridge_path"][-2:] == ["366.0 m (unit of corvassa_ardent_particulars)",
+                                               RULES]
+    assert "three tugs" in hit.packet.text
 
 
 def test_multi_hop_search_follows_the_chain_before_its_distractors(chain_store: Pilar):
