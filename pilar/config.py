@@ -393,8 +393,8 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("ELASTICSEARCH_API_KEY", "elasticsearch_api_key")
     , description="Elasticsearch API key")
     elasticsearch_index: str = Field(
-        "pilar", description="name prefix of the Elasticsearch aliases (<prefix>-pages, "
-        "<prefix>-units); versioned indexes sit behind them")
+        "pilar", description="name prefix of the Elasticsearch alias (<prefix>-pages); "
+        "versioned indexes sit behind it")
 
     @field_validator("embedding_model", "reranker_model")
     @classmethod

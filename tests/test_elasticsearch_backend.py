@@ -15,8 +15,9 @@ pytestmark = pytest.mark.elasticsearch
 
 
 def test_indexes_are_versioned_behind_aliases(es_index):
-    aliases = es_index.client.indices.get_alias(name=[es_index.pages_alias, es_index.units_alias])
-    assert sorted(aliases) == [f"{es_index.prefix}-pages-0002", f"{es_index.prefix}-units-0001"]
+    """One index, the pages' (migration 0003 dropped the units index)."""
+    aliases = es_index.client.indices.get_alias(name=f"{es_index.prefix}-*")
+    assert sorted(aliases) == [f"{es_index.prefix}-pages-0002"]
     mapping = es_index.client.indices.get_mapping(index=es_index.pages_alias)
     props = next(iter(mapping.values()))["mappings"]["properties"]
     assert props["text"]["analyzer"] == "pilar_text"
@@ -40,13 +41,14 @@ def test_migrations_reindex_into_the_next_index_and_swap_the_alias(elasticsearch
     """An index made by migration 0001 alone, filled, then migrated: 0002
     creates pages-0002 (the new analyser), copies the pages and their
     vectors over, points the alias at it and drops pages-0001; the units
-    index, which 0002 leaves alone, stays."""
+    index, which 0002 leaves alone, stays until 0003 drops it, and unit
+    vectors are still read (from the pages' chunks)."""
     import uuid
 
     from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
 
     files = migration_files("elasticsearch", ".json")
-    assert [v for v, _ in files][:2] == [1, 2]
+    assert [v for v, _ in files][:3] == [1, 2, 3]
     monkeypatch.setattr(es_backend, "migration_files", lambda *_: files[:1])
     index = ElasticsearchPageIndex(elasticsearch_url, prefix=f"pilar-test-{uuid.uuid4().hex[:12]}")
     try:
@@ -55,14 +57,19 @@ def test_migrations_reindex_into_the_next_index_and_swap_the_alias(elasticsearch
         monkeypatch.setattr(es_backend, "migration_files", lambda *_: files[:2])
         assert index.migrate() == [2]
         assert index.migrate() == []
-        aliases = index.client.indices.get_alias(name=[index.pages_alias, index.units_alias])
+        aliases = index.client.indices.get_alias(name=f"{index.prefix}-*")
         assert sorted(aliases) == [f"{index.prefix}-pages-0002", f"{index.prefix}-units-0001"]
         assert not index.client.indices.exists(index=f"{index.prefix}-pages-0001")
+        monkeypatch.setattr(es_backend, "migration_files", lambda *_: files[:3])
+        assert index.migrate() == [3]
+        assert index.migrate() == []
+        assert sorted(index.client.indices.get_alias(name=f"{index.prefix}-*")) == [
+            f"{index.prefix}-pages-0002"]
         assert index.count() == 4
         after = index.dense_top(unit(1), 10)  # the vectors came along
         assert list(after) == list(before)
         assert after == pytest.approx(before, abs=1e-6)
-        np.testing.assert_allclose(index.unit_vectors(["bbbb:u1"])["bbbb:u1"], unit(1, 0.2),
+        np.testing.assert_allclose(index.unit_vectors(["bbbb:1:u1"])["bbbb:1:u1"], unit(1, 0.2),
                                    atol=1e-6)
         assert list(index.bm25("tallest building Kanpur", 1)) == ["aaaa:1"]
     finally:

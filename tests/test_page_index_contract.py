@@ -41,10 +41,10 @@ def _fill(index) -> None:
     vector of each page against ``unit(1)`` has a known cosine."""
     index.add_pages([_page("aaaa:1"), _page("aaaa:2")],
                     [np.stack([unit(1, 1), unit(0, 1)]), np.stack([unit(1, 3)])],
-                    [["aaaa:u1", "aaaa:u2"], [None]], collection="kanpur",
+                    [["aaaa:1:u1", "aaaa:1:u2"], [None]], collection="kanpur",
                     sections=[["Kanpur > Buildings"], []])
     index.add_pages([_page("bbbb:1")], [np.stack([unit(1, 0.2), unit(0, 0, 1)])],
-                    [["bbbb:u1", "bbbb:u2"]], collection="people")
+                    [["bbbb:1:u1", "bbbb:1:u2"]], collection="people")
     index.add_pages([_page("cccc:1")], [np.zeros((0, DIM), dtype=np.float32)], [[]],
                     collection="people")
 
@@ -56,7 +56,7 @@ def test_add_count_and_delete(page_index):
     assert page_index.count() == 2
     assert page_index.delete_document("aaaa") == 0
     assert page_index.bm25("tallest building kanpur", 10) == {}
-    assert "aaaa:u1" not in page_index.unit_vectors(["aaaa:u1"])
+    assert "aaaa:1:u1" not in page_index.unit_vectors(["aaaa:1:u1"])
 
 
 def test_a_page_id_indexed_twice_is_an_error(page_index):
@@ -132,10 +132,10 @@ def test_dense_for_given_pages(page_index):
 
 def test_unit_vectors_round_trip(page_index):
     _fill(page_index)
-    got = page_index.unit_vectors(["aaaa:u2", "bbbb:u1", "nope:u1"])
-    assert set(got) == {"aaaa:u2", "bbbb:u1"}
-    assert got["aaaa:u2"].dtype == np.float32 and got["aaaa:u2"].shape == (DIM,)
-    np.testing.assert_allclose(got["bbbb:u1"], unit(1, 0.2), atol=1e-6)
+    got = page_index.unit_vectors(["aaaa:1:u2", "bbbb:1:u1", "nope:1:u1"])
+    assert set(got) == {"aaaa:1:u2", "bbbb:1:u1"}
+    assert got["aaaa:1:u2"].dtype == np.float32 and got["aaaa:1:u2"].shape == (DIM,)
+    np.testing.assert_allclose(got["bbbb:1:u1"], unit(1, 0.2), atol=1e-6)
 
 
 def test_migrate_is_idempotent(page_index):

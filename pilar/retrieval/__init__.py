@@ -88,7 +88,9 @@ class PageIndex(Protocol):
 
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
         """``{unit_id: (dim,) float32}`` for the ids embedded at ingest (the
-        first unit of each run; unknown ids are absent)."""
+        first unit of each run; unknown ids are absent). A unit id begins
+        with its page's id (``<page id>:u<n>``, as ingest names units): a
+        server index finds the vector among its page's."""
         ...
 
     def delete_document(self, doc_id: str) -> int:

@@ -1,12 +1,14 @@
 """The production page index on Elasticsearch 9 (official ``elasticsearch`` client).
 
-Two aliases, ``<prefix>-pages`` and ``<prefix>-units``, each in front of a
-versioned index ``<alias>-NNNN`` whose settings and mappings come from
+One alias, ``<prefix>-pages``, in front of a versioned index
+``<alias>-NNNN`` whose settings and mappings come from
 ``migrations/elasticsearch/NNNN_*.json``. A migration creates the next
 index, copies the documents over (the client's ``helpers.scan`` and bulk
 helpers: neither the reindex module nor data streams, which
 ``helpers.reindex`` asks about, are in every distribution),
-swaps the alias in one atomic ``update_aliases`` and drops the old index.
+swaps the alias in one atomic ``update_aliases`` and drops the old index;
+a migration that names an index as null drops it (0003 drops the units
+index of versions 1 and 2: their vectors were a second copy of the pages').
 
 A page is one document (``_id`` = page id): ``text`` for BM25 (analysed
 as the embedded FTS5 index tokenises it, queries weighted to FTS5's idf:
@@ -15,11 +17,12 @@ as the embedded FTS5 index tokenises it, queries weighted to FTS5's idf:
 for kNN, where a page scores by its best vector, and ``doc_id``,
 ``number``, ``collection``, ``sections`` as keywords. Filters
 (:class:`~pilar.model.Scope`) go inside the BM25 and kNN queries. Unit
-vectors (for packing) live in the units index by unit id, so a stack of
-Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of
+vectors (for packing) are read from their page's ``chunks``, each with its
+unit id (as the embedded index reads them from its page vectors), so a
+stack of Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of
 big-endian float32 (Elasticsearch 9.1+). Writes go as one bulk stream per
 batch of documents (:meth:`ElasticsearchPageIndex.add_documents`) and one
-refresh of both indexes at its end, so a batch is searchable when the call
+refresh at its end, so a batch is searchable when the call
 returns (the graph's document status, not the refresh, decides what reads
 see: DESIGN.md's write protocol). The query bodies live here.
 
@@ -121,7 +124,6 @@ class ElasticsearchPageIndex:
         self.url = url
         self.prefix = prefix
         self.pages_alias = f"{prefix}-pages"
-        self.units_alias = f"{prefix}-units"
         # The transport retries connection errors, timeouts and 429/502/503/504
         # up to max_retries times, sleeping between attempts with jittered
         # exponential backoff (retry_backoff = (base, cap) seconds).
@@ -174,15 +176,26 @@ class ElasticsearchPageIndex:
         """Apply ``migrations/elasticsearch/NNNN_*.json``: per index named in
         a file whose version is newer than the alias's index, create
         ``<alias>-NNNN``, copy the documents (scan + bulk, vectors included:
-        they stay in ``_source``), swap the alias, drop the old index. Returns the versions applied. Idempotent."""
+        they stay in ``_source``), swap the alias, drop the old index; an
+        index given as null is dropped with its alias. Returns the versions
+        applied. Idempotent."""
         from elasticsearch import helpers
 
         applied = []
-        for version, path in migration_files("elasticsearch", ".json"):
-            spec = json.loads(path.read_text(encoding="utf-8"))
+        specs = [(version, json.loads(path.read_text(encoding="utf-8")))
+                 for version, path in migration_files("elasticsearch", ".json")]
+        last = {role: body for _, spec in specs for role, body in spec["indexes"].items()}
+        for version, spec in specs:
             for role, body in spec["indexes"].items():
                 alias = f"{self.prefix}-{role}"
                 current = self._current(alias)
+                if last[role] is None:  # dropped by this or a later migration: never made
+                    if body is None and current is not None:
+                        self._call(f"drop {current[0]}", self.client.indices.delete,
+                                   index=current[0])
+                        if version not in applied:
+                            applied.append(version)
+                    continue
                 if current is not None and current[1] >= version:
                     continue
                 new = f"{alias}-{version:04d}"
@@ -206,11 +219,10 @@ class ElasticsearchPageIndex:
         return applied
 
     def drop(self) -> None:
-        """Delete both aliases' indexes (tests and benches start afresh)."""
-        for alias in (self.pages_alias, self.units_alias):
-            current = self._current(alias)
-            if current is not None:
-                self._call(f"drop {current[0]}", self.client.indices.delete, index=current[0])
+        """Delete the pages alias's index (tests and benches start afresh)."""
+        current = self._current(self.pages_alias)
+        if current is not None:
+            self._call(f"drop {current[0]}", self.client.indices.delete, index=current[0])
 
     # -- writes ----------------------------------------------------------------
     def add_pages(self, pages: list[Page], vectors: list[np.ndarray],
@@ -223,11 +235,13 @@ class ElasticsearchPageIndex:
     def add_documents(self, docs: list[IndexedPages]) -> None:
         """Index the pages of ``docs`` with one bulk request stream (the
         client's ``helpers.streaming_bulk``, 429s retried with backoff;
-        ``create`` per page, ``index`` per unit vector) and ONE refresh of
-        both indexes at the end, so they are searchable when it returns. A
+        ``create`` per page, its vectors with their unit ids inside it) and
+        ONE refresh at the end, so they are searchable when it returns. A
         refresh per document made each write a tiny segment and cost about
         35 ms a document (25 pages/s on one-page documents; one refresh per
-        batch: see ``bench/index_write.py``). Raises :class:`StoreError`
+        batch: see ``bench/index_write.py``); a second document per unit
+        vector, in an index of its own, took about a third of the node's
+        CPU (400 dev pages: 1.2 against 1.7 s) for a copy of the same vectors. Raises :class:`StoreError`
         naming the first failed item and how many failed (a page id already
         indexed is one); the items that succeeded stay (the caller removes
         the documents)."""
@@ -243,17 +257,13 @@ class ElasticsearchPageIndex:
                                        "text": page.text,
                                        "chunks": [{"unit_id": uid, "vector": _b64(v)}
                                                   for uid, v in zip(ids, vecs, strict=True)]}}
-                    for uid, v in zip(ids, vecs, strict=True):
-                        if uid is not None:
-                            yield {"_op_type": "index", "_index": self.units_alias, "_id": uid,
-                                   "_source": {"doc_id": page.doc_id, "vector": _b64(v)}}
 
         self._bulk(actions(), "index pages")
 
     def _bulk(self, actions, what: str, refresh: list[str] | None = None) -> None:
         """Send ``actions`` with ``helpers.streaming_bulk`` (requests of at
         most :data:`BULK_ACTIONS` actions or 20 MiB), then refresh
-        ``refresh`` (default: both aliases) once, also when some items
+        ``refresh`` (default: the pages alias) once, also when some items
         failed, so what was written can be found and removed. Raises
         :class:`StoreError` naming the first failed item and how many
         failed, or saying the node cannot be reached (then nothing is refreshed)."""
@@ -264,7 +274,7 @@ class ElasticsearchPageIndex:
             raise_on_error=False, raise_on_exception=False, max_retries=3,
             initial_backoff=1, max_backoff=30)))
         self._call(f"refresh after {what}", self.client.indices.refresh,
-                   index=refresh or [self.pages_alias, self.units_alias])
+                   index=refresh or [self.pages_alias])
         failed, first = 0, None
         for ok, item in results:
             if not ok:
@@ -283,25 +293,19 @@ class ElasticsearchPageIndex:
         return self.delete_documents([doc_id])
 
     def delete_documents(self, doc_ids: list[str]) -> int:
-        """Remove the pages and unit vectors of ``doc_ids`` (ids found by one
-        scan of each index, deleted in bulk, gone from searches when it
-        returns); returns pages removed."""
+        """Remove the pages (with their vectors) of ``doc_ids`` (ids found by
+        one scan, deleted in bulk, gone from searches when it returns);
+        returns pages removed."""
         from elasticsearch import helpers
 
         if not doc_ids:
             return 0
-
-        def ids(alias: str) -> list[str]:
-            return [hit["_id"] for hit in helpers.scan(
-                self.client, index=alias, query={"query": {"terms": {"doc_id": list(doc_ids)}}},
-                source=False, size=1000)]
-
-        pages = self._call("find pages", ids, self.pages_alias)
-        units = self._call("find units", ids, self.units_alias)
-        if pages or units:
-            self._bulk(({"_op_type": "delete", "_index": alias, "_id": i}
-                        for alias, found in ((self.pages_alias, pages), (self.units_alias, units))
-                        for i in found), "delete pages")
+        pages = self._call("find pages", lambda: [hit["_id"] for hit in helpers.scan(
+            self.client, index=self.pages_alias,
+            query={"query": {"terms": {"doc_id": list(doc_ids)}}}, source=False, size=1000)])
+        if pages:
+            self._bulk(({"_op_type": "delete", "_index": self.pages_alias, "_id": i}
+                        for i in pages), "delete pages")
         return len(pages)
 
     # -- reads -----------------------------------------------------------------
@@ -309,15 +313,21 @@ class ElasticsearchPageIndex:
         return self._call("count", self.client.count, index=self.pages_alias)["count"]
 
     def unit_vectors(self, unit_ids: list[str]) -> dict[str, np.ndarray]:
-        """``{unit_id: (dim,) float32}`` from the units index (one ``mget``
-        per 1,000 ids)."""
+        """``{unit_id: (dim,) float32}`` from the ``chunks`` of the units'
+        pages (a unit id is ``<page id>:u<n>``, :mod:`pilar.ingest.units`,
+        and a unit's vector is indexed with its page): one ``mget`` per 500
+        pages; ids of no indexed vector are absent."""
+        wanted: dict[str, set[str]] = {}
+        for uid in unit_ids:
+            wanted.setdefault(uid.rpartition(":u")[0], set()).add(uid)
         out = {}
-        for chunk in batched(unit_ids, 1000):
-            docs = self._call("read unit vectors", self.client.mget, index=self.units_alias,
-                              ids=chunk, source=["vector"], filter_path="docs._id,docs._source")
+        for chunk in batched(list(wanted), 500):
+            docs = self._call("read unit vectors", self.client.mget, index=self.pages_alias,
+                              ids=chunk, source=["chunks"], filter_path="docs._id,docs._source")
             for doc in docs.get("docs", []):
-                if "_source" in doc:
-                    out[doc["_id"]] = _vector(doc["_source"]["vector"])
+                for c in doc.get("_source", {}).get("chunks", []):
+                    if c.get("unit_id") in wanted[doc["_id"]]:
+                        out[c["unit_id"]] = _vector(c["vector"])
         return out
 
     def _hits(self, what: str, **body) -> list[tuple[str, float]]:
