@@ -6,8 +6,8 @@ Reads the pages and their vectors (one per run of evidence units, or per unit
 in older stores, or text window) from an embedded store that already holds the
 corpus (a copy of a dev store), and writes them in batches of ``--batch``
 documents, with ``PageIndex.add_documents`` (searchable when each call
-returns, as at ingest), into a fresh embedded index and a fresh pair of
-Elasticsearch indexes (bulk through the client's helpers, one refresh per
+returns, as at ingest), into a fresh embedded index and a fresh
+Elasticsearch index (bulk through the client's helpers, one refresh per
 batch) for each batch size given: 1 is a write and a refresh per document.
 Reports pages/s, vectors/s and the median ms per document for each, side by
 side in one run; the first row of the JSON is the first backend at the

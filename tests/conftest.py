@@ -131,7 +131,7 @@ def elasticsearch_url() -> str:
 @pytest.fixture
 def es_index(elasticsearch_url, request):
     """An ElasticsearchPageIndex on the real node under its own alias prefix
-    (one pair of indexes per test, deleted afterwards)."""
+    (one index per test, deleted afterwards)."""
     import uuid
 
     from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
