@@ -78,8 +78,8 @@ class PageIndex(Protocol):
         ...
 
     def add_documents(self, docs: list[IndexedPages]) -> None:
-        """Index the pages of several documents in one write (on a server one
-        bulk stream and one refresh for all, not one per document), each
+        """Index the pages of several documents in one write (on a server bulk
+        streams and one refresh for all, not one per document), each
         document in its own collection. Searchable when it returns. A page id
         already indexed is an error; after a failure some documents may be
         partly indexed (callers remove them: the write protocol keeps them

@@ -20,9 +20,9 @@ for kNN, where a page scores by its best vector, and ``doc_id``,
 vectors (for packing) are read from their page's ``chunks``, each with its
 unit id (as the embedded index reads them from its page vectors), so a
 stack of Neo4j + Elasticsearch needs no SQLite file. Vectors travel as base64 of
-big-endian float32 (Elasticsearch 9.1+). Writes go as one bulk stream per
-batch of documents (:meth:`ElasticsearchPageIndex.add_documents`) and one
-refresh at its end, so a batch is searchable when the call
+big-endian float32 (Elasticsearch 9.1+). Writes go as two bulk streams at
+once per batch of documents (:meth:`ElasticsearchPageIndex.add_documents`)
+and one refresh at its end, so a batch is searchable when the call
 returns (the graph's document status, not the refresh, decides what reads
 see: DESIGN.md's write protocol). The query bodies live here.
 
@@ -36,6 +36,7 @@ import base64
 import json
 import math
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
@@ -51,7 +52,11 @@ MAX_KNN = 10_000
 MIN_CANDIDATES = 100
 """kNN ``num_candidates`` is at least this and at least 2 x k."""
 BULK_ACTIONS = 2000
-"""Actions per bulk request (a page with its unit vectors is one action each)."""
+"""Actions per bulk request (a page with its vectors is one action)."""
+WRITE_STREAMS = 2
+"""Bulk streams :meth:`ElasticsearchPageIndex.add_documents` sends at once
+(every other page in each): a shard runs the items of one bulk request one
+after the other on one write thread, so one stream indexes on one core."""
 
 
 def _b64(vector: np.ndarray) -> str:
@@ -206,8 +211,8 @@ class ElasticsearchPageIndex:
                 if current is not None:
                     hits = helpers.scan(self.client, index=current[0], size=500,
                                         query={"query": {"match_all": {}}})
-                    self._bulk(({"_op_type": "index", "_index": new, "_id": h["_id"],
-                                 "_source": h["_source"]} for h in hits),
+                    self._bulk([({"_op_type": "index", "_index": new, "_id": h["_id"],
+                                  "_source": h["_source"]} for h in hits)],
                                f"copy {current[0]} into {new}", refresh=[new])
                     actions.insert(0, {"remove": {"index": current[0], "alias": alias}})
                 self._call(f"point {alias} at {new}", self.client.indices.update_aliases,
@@ -233,46 +238,59 @@ class ElasticsearchPageIndex:
         self.add_documents([IndexedPages(pages, vectors, unit_ids, collection, sections)])
 
     def add_documents(self, docs: list[IndexedPages]) -> None:
-        """Index the pages of ``docs`` with one bulk request stream (the
-        client's ``helpers.streaming_bulk``, 429s retried with backoff;
-        ``create`` per page, its vectors with their unit ids inside it) and
-        ONE refresh at the end, so they are searchable when it returns. A
-        refresh per document made each write a tiny segment and cost about
-        35 ms a document (25 pages/s on one-page documents; one refresh per
-        batch: see ``bench/index_write.py``); a second document per unit
-        vector, in an index of its own, took about a third of the node's
-        CPU (400 dev pages: 1.2 against 1.7 s) for a copy of the same vectors. Raises :class:`StoreError`
-        naming the first failed item and how many failed (a page id already
-        indexed is one); the items that succeeded stay (the caller removes
-        the documents)."""
-        def actions():
-            for doc in docs:
-                for i, (page, vecs) in enumerate(zip(doc.pages, doc.vectors, strict=True)):
-                    ids = doc.unit_ids[i] if doc.unit_ids else [None] * len(vecs)
-                    vecs = np.asarray(vecs, dtype=np.float32)
-                    yield {"_op_type": "create", "_index": self.pages_alias, "_id": page.page_id,
-                           "_source": {"page_id": page.page_id, "doc_id": page.doc_id,
-                                       "number": page.number, "collection": doc.collection,
-                                       "sections": doc.sections[i] if doc.sections else [],
-                                       "text": page.text,
-                                       "chunks": [{"unit_id": uid, "vector": _b64(v)}
-                                                  for uid, v in zip(ids, vecs, strict=True)]}}
+        """Index the pages of ``docs`` with :data:`WRITE_STREAMS` bulk
+        request streams at once (the client's ``helpers.streaming_bulk``,
+        429s retried with backoff; ``create`` per page, its vectors with
+        their unit ids inside it) and ONE refresh at the end, so they are
+        searchable when it returns. A refresh per document made each write a
+        tiny segment and cost about 35 ms a document (25 pages/s on one-page
+        documents; one refresh per batch: see ``bench/index_write.py``); a
+        second document per unit vector, in an index of its own, took about a
+        third of the node's CPU (400 dev pages: 1.2 against 1.7 s) for a copy
+        of the same vectors. Raises :class:`StoreError` naming the first
+        failed item and how many failed (a page id already indexed is one);
+        the items that succeeded stay (the caller removes the documents).
+        Raises ValueError when a document has not one vector array per page."""
+        def actions(part: list[tuple[IndexedPages, int]]):
+            for doc, i in part:
+                page, vecs = doc.pages[i], np.asarray(doc.vectors[i], dtype=np.float32)
+                ids = doc.unit_ids[i] if doc.unit_ids else [None] * len(vecs)
+                yield {"_op_type": "create", "_index": self.pages_alias, "_id": page.page_id,
+                       "_source": {"page_id": page.page_id, "doc_id": page.doc_id,
+                                   "number": page.number, "collection": doc.collection,
+                                   "sections": doc.sections[i] if doc.sections else [],
+                                   "text": page.text,
+                                   "chunks": [{"unit_id": uid, "vector": _b64(v)}
+                                              for uid, v in zip(ids, vecs, strict=True)]}}
 
-        self._bulk(actions(), "index pages")
+        for doc in docs:
+            if len(doc.pages) != len(doc.vectors):
+                raise ValueError(f"{len(doc.pages)} pages but {len(doc.vectors)} vector arrays")
+        pages = [(doc, i) for doc in docs for i in range(len(doc.pages))]
+        self._bulk([actions(pages[n::WRITE_STREAMS]) for n in range(WRITE_STREAMS)
+                    if pages[n::WRITE_STREAMS]], "index pages")
 
-    def _bulk(self, actions, what: str, refresh: list[str] | None = None) -> None:
-        """Send ``actions`` with ``helpers.streaming_bulk`` (requests of at
-        most :data:`BULK_ACTIONS` actions or 20 MiB), then refresh
-        ``refresh`` (default: the pages alias) once, also when some items
-        failed, so what was written can be found and removed. Raises
+    def _bulk(self, streams: list, what: str, refresh: list[str] | None = None) -> None:
+        """Send each iterable of actions in ``streams`` with
+        ``helpers.streaming_bulk`` (requests of at most :data:`BULK_ACTIONS`
+        actions or 20 MiB; several streams at once, a thread each), then
+        refresh ``refresh`` (default: the pages alias) once, also when some
+        items failed, so what was written can be found and removed. Raises
         :class:`StoreError` naming the first failed item and how many
         failed, or saying the node cannot be reached (then nothing is refreshed)."""
         from elasticsearch import helpers
 
-        results = self._call(what, lambda: list(helpers.streaming_bulk(
-            self.client, actions, chunk_size=BULK_ACTIONS, max_chunk_bytes=20 * 1024 * 1024,
-            raise_on_error=False, raise_on_exception=False, max_retries=3,
-            initial_backoff=1, max_backoff=30)))
+        def send(actions) -> list:
+            return self._call(what, lambda: list(helpers.streaming_bulk(
+                self.client, actions, chunk_size=BULK_ACTIONS, max_chunk_bytes=20 * 1024 * 1024,
+                raise_on_error=False, raise_on_exception=False, max_retries=3,
+                initial_backoff=1, max_backoff=30)))
+
+        if len(streams) <= 1:
+            results = send(streams[0]) if streams else []
+        else:
+            with ThreadPoolExecutor(len(streams)) as pool:
+                results = [r for part in list(pool.map(send, streams)) for r in part]
         self._call(f"refresh after {what}", self.client.indices.refresh,
                    index=refresh or [self.pages_alias])
         failed, first = 0, None
@@ -304,8 +322,8 @@ class ElasticsearchPageIndex:
             self.client, index=self.pages_alias,
             query={"query": {"terms": {"doc_id": list(doc_ids)}}}, source=False, size=1000)])
         if pages:
-            self._bulk(({"_op_type": "delete", "_index": self.pages_alias, "_id": i}
-                        for i in pages), "delete pages")
+            self._bulk([({"_op_type": "delete", "_index": self.pages_alias, "_id": i}
+                         for i in pages)], "delete pages")
         return len(pages)
 
     # -- reads -----------------------------------------------------------------
