@@ -132,7 +132,7 @@ def test_dense_for_given_pages(page_index):
 
 def test_unit_vectors_round_trip(page_index):
     _fill(page_index)
-    got = page_index.unit_vectors(["aaaa:1:u2", "bbbb:1:u1", "nope:1:u1"])
+    got = page_index.unit_vectors(["aaaa:1:u2", "bbbb:1:u1", "nope:1:u1", "", "aaaa:1"])
     assert set(got) == {"aaaa:1:u2", "bbbb:1:u1"}
     assert got["aaaa:1:u2"].dtype == np.float32 and got["aaaa:1:u2"].shape == (DIM,)
     np.testing.assert_allclose(got["bbbb:1:u1"], unit(1, 0.2), atol=1e-6)

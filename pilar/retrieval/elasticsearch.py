@@ -337,7 +337,9 @@ class ElasticsearchPageIndex:
         pages; ids of no indexed vector are absent."""
         wanted: dict[str, set[str]] = {}
         for uid in unit_ids:
-            wanted.setdefault(uid.rpartition(":u")[0], set()).add(uid)
+            page, unit, _ = uid.rpartition(":u")
+            if unit:  # an id of no unit names no page: absent
+                wanted.setdefault(page, set()).add(uid)
         out = {}
         for chunk in batched(list(wanted), 500):
             docs = self._call("read unit vectors", self.client.mget, index=self.pages_alias,
