@@ -14,7 +14,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from pilar import Pilar
 from pilar.packing.statistics import tables_of, unit_line
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.terms import Postings, bm25_of_postings, bm25_with_idf, term_counts, tokens
+from pilar.retrieval.terms import (Postings, bm25_of_counts, bm25_of_postings, bm25_with_idf,
+                                   term_counts, tokens)
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -81,6 +82,9 @@ def test_bm25_from_postings_is_bm25_over_the_texts(ingested: Pilar):
         got, got_idf = bm25_of_postings(tokens(q), runs)
         assert got.shape == (len(texts),)
         assert np.array_equal(got, want) and got_idf == want_idf
+        stored = [(u.stats.terms, u.stats.length) for us in by_page.values() for u in us]
+        by_counts, counts_idf = bm25_of_counts(tokens(q), stored)  # bridge expansion's way
+        assert np.array_equal(by_counts, want) and counts_idf == want_idf
     assert bm25_of_postings(["x"], [])[0].shape == (0,)
     plain = [u for us in by_page.values() for u in us]
     tables = ingested.packer.selector.tables(plain)

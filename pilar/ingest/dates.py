@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from functools import lru_cache
 
 __all__ = ["dates_in"]
 
@@ -32,10 +33,14 @@ _FORMS = [
 ]
 
 
+@lru_cache(maxsize=100_000)
 def dates_in(text: str) -> frozenset[str]:
     """The calendar dates ``text`` writes, as ISO ``YYYY-MM-DD`` strings
     (``"on 13 June 2024; 2024-06-14"`` -> ``{"2024-06-13", "2024-06-14"}``);
-    a match that is no real date (``2024-02-30``) is left out."""
+    a match that is no real date (``2024-02-30``) is left out. Cached: a
+    multi-hop search asks it of the same units again and again."""
+    if not any(c.isdigit() for c in text):
+        return frozenset()
     found = set()
     for form in _FORMS:
         for m in form.finditer(text):

@@ -92,7 +92,7 @@ from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
 from pilar.retrieval.chains import Chain, Hop, bridge_name, keep_chains, start_names
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
-from pilar.retrieval.terms import bm25_scores, tokens
+from pilar.retrieval.terms import bm25_of_counts, term_counts, tokens
 
 __all__ = ["BridgeExpander"]
 
@@ -468,7 +468,9 @@ class BridgeExpander:
             leaders.update(group_leaders(us))
         vectors = self.index.unit_vectors(sorted(set(leaders.values()))) if leaders else {}
         for pid, us in new.items():
-            lexical = min_max(dict(enumerate(bm25_scores(qterms, [u.completed_text for u in us]))))
+            counts = [(u.stats.terms, u.stats.length) if u.stats is not None
+                      else term_counts(u.completed_text) for u in us]
+            lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
             memo.relevance[pid] = []
             for i, u in enumerate(us):
                 vec = vectors.get(leaders.get(u.unit_id, ""))

@@ -64,11 +64,18 @@ def bm25_with_idf(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
                   b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
     """:func:`bm25_scores` and the IDF of each query term found in ``texts``
     (the same floats as :func:`bm25_of_postings` on their term counts)."""
-    n = len(texts)
+    return bm25_of_counts(query, [term_counts(t) for t in texts], k1, b)
+
+
+def bm25_of_counts(query: Sequence[str], counts: Sequence[tuple[dict[str, int], int]],
+                   k1: float = 1.5, b: float = 0.75) -> tuple[np.ndarray, dict[str, float]]:
+    """:func:`bm25_with_idf` of documents given by their :func:`term_counts`
+    (``(term -> occurrences, length)``, e.g. a unit's statistics stored at
+    ingest): no text is tokenised again. Shape ``(len(counts),)``."""
+    n = len(counts)
     idf_of: dict[str, float] = {}
     if n == 0:
         return np.zeros(0), idf_of
-    counts = [term_counts(t) for t in texts]
     lengths = np.fromiter((size for _, size in counts), dtype=np.float64, count=n)
     norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
     scores = np.zeros(n)
