@@ -22,6 +22,7 @@ from lxml import html
 from pilar import Pilar
 from pilar.config import DEFAULT_EMBEDDING_MODEL
 from pilar.ingest import parse
+from pilar.retrieval import embeddings
 from pilar.retrieval.embeddings import (UNIT_TOKENS, Embedder, VectorCache, page_vectors,
                                         resolve_model_path)
 from pilar.retrieval.query_encoder import CountingTokenizer, ModelLayout, QueryEncoderError
@@ -73,7 +74,7 @@ def test_onnx_query_vectors_match_sentence_transformers(dev_questions, torch_emb
 
 def test_documents_embed_on_int8_weights_near_sentence_transformers(
         wtq_pages: Path, torch_embedder: Embedder, layout: ModelLayout, models_dir: Path,
-        tmp_path: Path):
+        tmp_path: Path, monkeypatch):
     Embedder(onnx_dir=models_dir).query("which city?")  # the export, made once
     own = tmp_path / "models"
     own.mkdir()
@@ -92,6 +93,13 @@ def test_documents_embed_on_int8_weights_near_sentence_transformers(
     cosines = (a * b).sum(axis=1)
     assert cosines.mean() >= 0.99 and cosines.min() >= 0.98, (cosines.mean(), cosines.min())
     assert [ids for _, ids in ours] == [ids for _, ids in theirs]
+    # the batches embedded at once (a thread per core) are those embedded one after another
+    texts = [u.completed_text for d in docs for u in d.units][:200]
+    enc = int8.document_encoder(UNIT_TOKENS)
+    at_once = int8._encode_documents(texts, UNIT_TOKENS, enc)
+    monkeypatch.setattr(embeddings, "EMBED_THREADS", 1)
+    in_turn = int8._encode_documents(texts, UNIT_TOKENS, enc)
+    assert at_once.shape == (len(texts), 384) and np.array_equal(at_once, in_turn)
     # the cache keeps int8 vectors apart: a float32 embedder sharing it embeds afresh
     fp32 = Embedder(onnx_dir=own, cache=cache, int8_documents=False)
     again = np.concatenate([v for vecs, _ in page_vectors(fp32, docs) for v in vecs])

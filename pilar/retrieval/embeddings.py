@@ -32,6 +32,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -117,6 +118,11 @@ def freeze_heap() -> None:
 
 _unfreeze_at_exit = False
 
+EMBED_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+    os.cpu_count() or 1)
+"""Batches of documents the int8 encoder embeds at once (the cores this
+process may use): its sessions run one thread per call, so on an idle
+machine one call at a time left a core idle through ingest's longest stage."""
 _ENCODERS: dict[tuple[str, int], OnnxQueryEncoder] = {}
 _ENCODERS_LOCK = threading.Lock()
 
@@ -300,12 +306,16 @@ class Embedder:
         if enc is None:
             return self._encode(texts, max_tokens)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out: np.ndarray | None = None
-        for i in range(0, len(order), self.batch_size):
-            rows = order[i:i + self.batch_size]
-            vecs = enc.encode([texts[j] for j in rows])
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        threads = min(len(batches), EMBED_THREADS)
+        if threads > 1:  # a session runs calls at once, each on its calling thread
+            with ThreadPoolExecutor(threads) as pool:
+                results = list(pool.map(lambda rows: enc.encode([texts[j] for j in rows]),
+                                        batches))
+        else:
+            results = [enc.encode([texts[j] for j in rows]) for rows in batches]
+        out = np.empty((len(texts), results[0].shape[1]), dtype=np.float32)
+        for rows, vecs in zip(batches, results):
             out[rows] = vecs
         return out
 
