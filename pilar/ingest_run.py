@@ -2,7 +2,8 @@
 gives :class:`pilar.Pilar` its ingest methods): read, parse (in worker processes or
 on Ray), embed several documents per call, store each document as its own
 unit of work, the documents of one embedding call written together
-(:meth:`pilar.writes.DocumentWriter.store_many`); one
+(:meth:`pilar.writes.DocumentWriter.store_many`, on one writer thread while
+the next call embeds: the writes stay one at a time, in order); one
 :class:`~pilar.model.IngestResult` per file, in input order.
 
 A file's ``status``: ``ingested``; ``unchanged`` (its bytes are stored in
@@ -33,6 +34,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from pilar.config import Settings
@@ -133,31 +135,50 @@ class IngestRun:
             parsed = parse_many(self._jobs(), self.settings, workers, on_page=pages,
                                 cancel=cancel)
 
-        def store(batch: Batch) -> list[IngestResult]:
+        # a batch's write runs on one writer thread while the next batch is
+        # embedded; the writes stay one at a time and in order
+        writes = ThreadPoolExecutor(1, thread_name_prefix="pilar-write")
+        pending: list[Future] = []
+
+        def flush() -> None:
+            while pending:
+                emit(pending.pop().result())
+
+        def store(batch: Batch) -> None:
             if batch and cancel is not None and cancel.is_set():
                 raise IngestCancelled("the ingest was cancelled")
-            return self._store_batch(batch)
+            if batch:
+                embedded = self._embed_batch(batch)
+                flush()
+                pending.append(writes.submit(self._write_batch, embedded))
 
-        batch: Batch = []
-        for item in parsed:
-            if item.document is not None:  # with its vectors when embedded with the parse (Ray)
-                item.document.document.collection = self.collection
-                batch.append((item.tag, item.document, item.stages, item.vectors))
-                if sum(len(d.units) for _, d, _, _ in batch) >= EMBED_BATCH_UNITS:
-                    emit(store(batch))
-                    batch = []
-                continue
-            emit(store(batch))  # keeps input order
-            batch = []
-            if item.tag in self.settled:
-                r = self.settled.pop(item.tag)
-                emit([r() if callable(r) else r])
-            else:
-                t0, read = self.started.pop(item.tag)
-                emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
-                                   seconds=time.perf_counter() - t0,
-                                   stages={"read": read, **item.stages})])
-        emit(store(batch))
+        try:
+            batch: Batch = []
+            for item in parsed:
+                if item.document is not None:  # with its vectors when embedded with the parse
+                    item.document.document.collection = self.collection
+                    batch.append((item.tag, item.document, item.stages, item.vectors))
+                    if sum(len(d.units) for _, d, _, _ in batch) >= EMBED_BATCH_UNITS:
+                        store(batch)
+                        batch = []
+                    continue
+                store(batch)  # keeps input order
+                batch = []
+                flush()
+                if item.tag in self.settled:
+                    r = self.settled.pop(item.tag)
+                    emit([r() if callable(r) else r])
+                else:
+                    t0, read = self.started.pop(item.tag)
+                    emit([IngestResult(str(files[item.tag]), "failed", reason=item.reason,
+                                       seconds=time.perf_counter() - t0,
+                                       stages={"read": read, **item.stages})])
+            store(batch)
+        finally:  # a write begun ends whole and is reported, also when the run stops
+            try:
+                flush()
+            finally:
+                writes.shutdown()
         return results
 
     def _jobs(self) -> Iterator[tuple[int, bytes | None, str, str | None]]:
@@ -227,14 +248,12 @@ class IngestRun:
                             reason=existing.uri if status == "new_source" else None,
                             seconds=time.perf_counter() - t0)
 
-    def _store_batch(self, batch: Batch) -> list[IngestResult]:
+    def _embed_batch(self, batch: Batch) -> tuple:
         """Embed the documents of ``batch`` that come without vectors
-        together, then store them all together, each as its own unit
-        (:meth:`~pilar.writes.DocumentWriter.store_many`); one result per
-        document, in batch order. The embedding's and the write's seconds
-        are shared among the documents by their units and pages."""
-        if not batch:
-            return []
+        together: what :meth:`_write_batch` stores (the embedding's seconds
+        shared among the documents by their units and pages). Raises
+        :class:`~pilar.errors.ConfigError` when the embedding model cannot
+        work; another failure fails the documents embedded."""
         docs = [d for _, d, _, _ in batch]
         vectors = [v for _, _, _, v in batch]
         todo_embed = [k for k, v in enumerate(vectors) if v is None]
@@ -264,6 +283,14 @@ class IngestRun:
                                       seconds=time.perf_counter() - t0)
             else:
                 todo.append((k, t0, stages))
+        return batch, vectors, weight, out, todo
+
+    def _write_batch(self, embedded: tuple) -> list[IngestResult]:
+        """Store the documents :meth:`_embed_batch` embedded, all together,
+        each as its own unit (:meth:`~pilar.writes.DocumentWriter.store_many`);
+        one result per document, in batch order, the write's seconds shared
+        among them by their units and pages."""
+        batch, vectors, weight, out, todo = embedded
         t = time.perf_counter()
         outcomes = self.writer.store_many([(batch[k][1], *vectors[k]) for k, _, _ in todo])
         write = time.perf_counter() - t
