@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pilar import Pilar
 from pilar.cli import app
-from pilar.retrieval.embeddings import group_leaders, table_heads
+from pilar.retrieval.unit_runs import group_leaders, table_heads
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"

@@ -19,8 +19,8 @@ from pilar.packing.packet import PageEvidence, block_order, page_excerpt, unit_b
 from pilar.packing.statistics import tables_of
 from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
 from pilar.retrieval.terms import tokens
-from pilar.retrieval.embeddings import (GROUP_WORDS, UNIT_TOKENS, group_leaders, group_text,
-                                       table_heads, unit_groups)
+from pilar.retrieval.unit_runs import (GROUP_WORDS, UNIT_TOKENS, group_leaders, group_text,
+                                      table_heads, unit_groups)
 from tests.conftest import FIXTURES
 
 CORPUS = FIXTURES / "corpus"

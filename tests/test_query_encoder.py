@@ -23,9 +23,9 @@ from pilar import Pilar
 from pilar.config import DEFAULT_EMBEDDING_MODEL
 from pilar.ingest import parse
 from pilar.retrieval import embeddings
-from pilar.retrieval.embeddings import (UNIT_TOKENS, Embedder, VectorCache, page_vectors,
-                                        resolve_model_path)
+from pilar.retrieval.embeddings import Embedder, VectorCache, page_vectors, resolve_model_path
 from pilar.retrieval.query_encoder import CountingTokenizer, ModelLayout, QueryEncoderError
+from pilar.retrieval.unit_runs import UNIT_TOKENS
 from tests.conftest import FIXTURES, ROOT
 
 MIN_COSINE = 0.999

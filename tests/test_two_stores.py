@@ -19,7 +19,7 @@ import pytest
 from pilar import Pilar
 from pilar.config import Settings
 from pilar.errors import StoreError, UnknownScopeError
-from pilar.retrieval.embeddings import group_leaders
+from pilar.retrieval.unit_runs import group_leaders
 from tests.conftest import FIXTURES, ROOT
 
 CORPUS = FIXTURES / "corpus"

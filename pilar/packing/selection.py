@@ -4,7 +4,7 @@ term counts stored at ingest, :mod:`pilar.packing.statistics`), then a
 reranker on completed text: a sentence-transformers CrossEncoder when one is
 configured (``PILAR_RERANKER_MODEL``), else the embedder's cosine (unit
 vectors computed at ingest: a unit's own, or that of the run of units of
-its context it was embedded with, :func:`pilar.retrieval.embeddings.unit_groups`)
+its context it was embedded with, :func:`pilar.retrieval.unit_runs.unit_groups`)
 mixed with the prefilter's BM25 as in PILAR's hybrid page score (0.4 BM25
 min-max + 0.6 dense). A table row whose key cell (its table's key column,
 found by the rule table assertions use for their subjects,
@@ -27,7 +27,7 @@ from pilar.ingest.assertions import key_of_columns
 from pilar.model import Unit
 from pilar.packing.cues import MAX_CUE_UNITS, cue_units, neighbour_units
 from pilar.packing.statistics import PageFacts, TableKey, table_key
-from pilar.retrieval.embeddings import UNIT_TOKENS
+from pilar.retrieval.unit_runs import UNIT_TOKENS
 from pilar.retrieval.terms import bm25_of_postings, bm25_scores, tokens
 
 __all__ = ["ScoredUnit", "UnitSelector", "bm25_scores", "tokens"]
@@ -271,7 +271,7 @@ class UnitSelector:
         """CrossEncoder scores, or without one the hybrid of PILAR §3.4 at unit
         level: 0.4 x BM25 (min-max over the candidates) + 0.6 x cosine.
         ``facts`` are those of the anchor pages, whose runs
-        (:func:`~pilar.retrieval.embeddings.group_leaders`) give a unit
+        (:func:`~pilar.retrieval.unit_runs.group_leaders`) give a unit
         without a vector of its own its run's (a store built before runs
         has one per unit); one with neither is embedded now."""
         if self.cross_encoder is not None:

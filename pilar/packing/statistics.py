@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pilar.model import Unit, UnitStats
 from pilar.packing.tokens import TokenCounter
-from pilar.retrieval.embeddings import group_leaders
+from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.terms import Postings, term_counts
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class PageFacts:
     made once per page: the :class:`~pilar.retrieval.terms.Postings` of
     their term counts (stored, else counted from the completed texts), the
     first unit of each unit's vector run
-    (:func:`~pilar.retrieval.embeddings.group_leaders`; runs never cross
+    (:func:`~pilar.retrieval.unit_runs.group_leaders`; runs never cross
     pages) and the page's tables (:func:`tables_of`; a table never crosses
     pages either). Shared between searches: read, never change."""
 

@@ -37,9 +37,9 @@ class PageIndex(Protocol):
 
     Pages are keyed by ``page_id`` (``doc_id:number``). A page holds zero or
     more dense vectors (``(dim,)`` float32, L2-normalised): one per run of
-    evidence units on it (:func:`pilar.retrieval.embeddings.unit_groups`;
+    evidence units on it (:func:`pilar.retrieval.unit_runs.unit_groups`;
     one per unit in stores built before runs) and one per table naming its
-    columns (:func:`pilar.retrieval.embeddings.table_heads`), or text
+    columns (:func:`pilar.retrieval.unit_runs.table_heads`), or text
     windows when it has none; its dense score for a query is the best
     cosine among them. Score maps are ordered best first (ties
     by index order). Reads take a :class:`~pilar.model.Scope` and apply it

@@ -87,7 +87,7 @@ from pilar.graph import GraphStore
 from pilar.ingest.dates import dates_in
 from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
-from pilar.retrieval.embeddings import group_leaders
+from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
 from pilar.retrieval.chains import Chain, Hop, bridge_name, keep_chains, start_names
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,

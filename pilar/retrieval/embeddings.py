@@ -13,8 +13,8 @@ embedder is made with ``int8_documents=False``; without it, or when the
 model cannot run there, on sentence-transformers.
 
 Ingest cost is mostly here, so three things keep it down: consecutive
-units of one context share one vector (:func:`unit_groups`, the text said
-once and cut at :data:`UNIT_TOKENS`), texts of many documents are embedded
+units of one context share one vector (:func:`~pilar.retrieval.unit_runs.unit_groups`,
+the text said once and cut at :data:`~pilar.retrieval.unit_runs.UNIT_TOKENS`), texts of many documents are embedded
 in one call, each distinct text once (:func:`page_vectors`), and a text
 embedded before is not embedded again (:class:`VectorCache`).
 """
@@ -33,7 +33,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,7 @@ from pilar.model import ParsedDocument, Unit
 from pilar.parts import batched
 from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
                                            QueryEncoderError, export, quantize)
+from pilar.retrieval.unit_runs import UNIT_TOKENS, group_text, table_heads, unit_groups
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\S+")
@@ -458,89 +459,6 @@ class VectorCache:
 
 MAX_UNIT_VECTORS = 5000
 """Units embedded per document at ingest (the rest are embedded when selected)."""
-UNIT_TOKENS = 64
-"""Tokens of a vector's text that the model sees (the text is cut there)."""
-GROUP_WORDS = 384
-"""Words (``\\S+`` runs) of consecutive units of one context that share one
-vector: a table's rows, a section's paragraphs or list items."""
-
-
-@lru_cache(maxsize=200_000)
-def _words(text: str) -> int:
-    """How many words a unit's text holds (cached: selection cuts the anchor
-    pages' runs again at every search)."""
-    return len(_WORD.findall(text))
-
-
-def unit_groups(units: Sequence[Unit]) -> list[list[Unit]]:
-    """``units`` (in document order) cut into runs that share one vector:
-    consecutive units of the same document, page, context path and table,
-    gathered while their texts hold at most :data:`GROUP_WORDS` words (a
-    longer unit is a run of its own). Deterministic in the units alone, so
-    ingest and unit selection cut the same runs; the first unit of a run
-    names its vector (:func:`group_leaders`)."""
-    out: list[list[Unit]] = []
-    key, words = None, 0
-    for u in units:
-        n = _words(u.text)
-        k = (u.doc_id, u.page, u.context, u.table_index)
-        if out and k == key and words + n <= GROUP_WORDS:
-            out[-1].append(u)
-            words += n
-        else:
-            out.append([u])
-            key, words = k, n
-    return out
-
-
-def _header_row(unit: Unit) -> str:
-    """A row unit's header row, ``" | "``-joined, when it names at least two
-    columns (an infobox row names one: its key); else ``""``."""
-    if unit.kind != "row" or sum(1 for h in unit.headers if h) < 2:
-        return ""
-    return " | ".join(h for h in unit.headers if h)
-
-
-def _headed(context: tuple[str, ...], headers: str) -> str:
-    return " | ".join(x for x in (" > ".join(context), headers) if x)
-
-
-def group_text(group: Sequence[Unit]) -> str:
-    """The text embedded for one run of :func:`unit_groups`: its context path
-    once, a table's header row once (when every row of the run has the same
-    headers), then each unit's own text, ``" ; "``-separated (a run of one
-    block unit reads as its completed text). Tessera §3.3: the context that
-    completes each unit is said once for the run."""
-    first = group[0]
-    same = all(u.headers == first.headers for u in group)
-    head = _headed(first.context, _header_row(first) if same else "")
-    body = " ; ".join(u.text for u in group)
-    return f"{head} | {body}" if head else body
-
-
-def table_heads(units: Sequence[Unit]) -> list[tuple[int, str]]:
-    """``[(page, text)]``: one text per table of ``units`` (in document
-    order) whose rows name at least two columns: its context path (title >
-    section > caption) and its header row, no cells, from its first such
-    row. Embedded beside the runs, it is the table's schema vector: a
-    question that names a table's columns and not its cells ("which group
-    had the most members?") meets it, where a run's vector, cut at
-    :data:`UNIT_TOKENS`, is mostly about its first rows' values. Tessera
-    §3.3: a table's headers are the context that completes its cells."""
-    out: dict[tuple[str, int, int], tuple[int, str]] = {}
-    for u in units:
-        if u.table_index is None or (u.doc_id, u.page, u.table_index) in out:
-            continue
-        if headers := _header_row(u):
-            out[(u.doc_id, u.page, u.table_index)] = (u.page, _headed(u.context, headers))
-    return list(out.values())
-
-
-def group_leaders(units: Sequence[Unit]) -> dict[str, str]:
-    """``{unit_id: unit_id of the first unit of its run}`` (see :func:`unit_groups`)."""
-    return {u.unit_id: g[0].unit_id for g in unit_groups(units) for u in g}
-
-
 def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
                  ) -> list[tuple[list[np.ndarray], list[list[str | None]]]]:
     """Dense vectors of every page of ``docs``, embedded in one call per kind
@@ -549,16 +467,19 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
 
     Per document: one ``(n, dim)`` float32 array per page (in page order)
     and the unit id behind each row. A page's rows are the runs of its
-    evidence units (:func:`unit_groups`: consecutive units of one context,
-    up to :data:`GROUP_WORDS` words, embedded as :func:`group_text` cut at
-    :data:`UNIT_TOKENS` tokens; units of the first :data:`MAX_UNIT_VECTORS`
+    evidence units (:func:`~pilar.retrieval.unit_runs.unit_groups`:
+    consecutive units of one context, up to
+    :data:`~pilar.retrieval.unit_runs.GROUP_WORDS` words, embedded as
+    :func:`~pilar.retrieval.unit_runs.group_text` cut at
+    :data:`~pilar.retrieval.unit_runs.UNIT_TOKENS` tokens; units of the first :data:`MAX_UNIT_VECTORS`
     of a document), each row named by its run's first unit, then a schema
-    vector per table on the page (:func:`table_heads`, named None); or text
+    vector per table on the page (:func:`~pilar.retrieval.unit_runs.table_heads`, named None); or text
     windows of the page (:meth:`Embedder.chunk`) when it has no embedded
     unit; a page without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
     vector's cosine: one vector per run rather than per unit leaves the
     page's score to its best-matching run), Tessera §3.4 (a run's vector is
-    reused by selection for each of its units, :func:`group_leaders`).
+    reused by selection for each of its units,
+    :func:`~pilar.retrieval.unit_runs.group_leaders`).
     """
     # per document, the rows embedded from its units: (page, text, unit id or None)
     embedded = []
