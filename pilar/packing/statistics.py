@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pilar.model import Unit, UnitStats
 from pilar.packing.tokens import TokenCounter
 from pilar.retrieval.unit_runs import group_leaders
-from pilar.retrieval.terms import Postings, term_counts
+from pilar.retrieval.terms import Postings, term_counts, unit_term_counts
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,5 @@ class PageFacts:
     @classmethod
     def of(cls, units: list[Unit]) -> "PageFacts":
         """The facts of ``units``: all units of one page, in document order."""
-        return cls(Postings([(u.stats.terms, u.stats.length) if u.stats else
-                             term_counts(u.completed_text) for u in units]),
-                   group_leaders(units), tables_of(units))
+        return cls(Postings([unit_term_counts(u) for u in units]), group_leaders(units),
+                   tables_of(units))

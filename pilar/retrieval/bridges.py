@@ -92,7 +92,7 @@ from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
 from pilar.retrieval.chains import Chain, Hop, bridge_name, keep_chains, start_names
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
-from pilar.retrieval.terms import bm25_of_counts, term_counts, tokens
+from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
 
 __all__ = ["BridgeExpander"]
 
@@ -423,8 +423,7 @@ class BridgeExpander:
 
     def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
                  qterms: tuple[str, ...], query: np.ndarray, memo: _Memo,
-                 on: dict[str, set[str]] | None = None
-                 ) -> dict[str, tuple[float, str, Unit]]:
+                 on: dict[str, set[str]]) -> dict[str, tuple[float, str, Unit]]:
         """``{support_id: (relevance 0-1, page_id, unit)}``: the units of each
         frontier page a hop starts from (step 1 of the module docstring):
         the ``bridge_units`` most relevant, as many of those naming an
@@ -442,7 +441,7 @@ class BridgeExpander:
             us: list[Unit] = units.get(page.page_id, [])
             wanted = names_matcher(into.get(page.page_id, ()))
             scored, bridging = [], []
-            held = (on or {}).get(page.page_id, set())
+            held = on.get(page.page_id, set())
             for u, rel in zip(us, relevance[page.page_id]):
                 if wanted(u.text):
                     rel = (rel + 0.5) / 1.5
@@ -468,8 +467,7 @@ class BridgeExpander:
             leaders.update(group_leaders(us))
         vectors = self.index.unit_vectors(sorted(set(leaders.values()))) if leaders else {}
         for pid, us in new.items():
-            counts = [(u.stats.terms, u.stats.length) if u.stats is not None
-                      else term_counts(u.completed_text) for u in us]
+            counts = [unit_term_counts(u) for u in us]
             lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
             memo.relevance[pid] = []
             for i, u in enumerate(us):

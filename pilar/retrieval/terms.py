@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 import snowballstemmer
 
+from pilar.model import Unit
 from pilar.parts import words
 from pilar.retrieval import STOPWORDS
 
@@ -49,6 +50,15 @@ def term_counts(text: str) -> tuple[dict[str, int], int]:
     terms per unit, never walks a unit's tokens again)."""
     toks = tokens(text)
     return dict(Counter(toks)), len(toks)
+
+
+def unit_term_counts(unit: Unit) -> tuple[dict[str, int], int]:
+    """:func:`term_counts` of a unit's completed text: the counts stored at
+    ingest (:class:`~pilar.model.UnitStats`) when the unit carries them, else
+    counted now (an older store's unit not yet filled)."""
+    if unit.stats is not None:
+        return unit.stats.terms, unit.stats.length
+    return term_counts(unit.completed_text)
 
 
 def bm25_scores(query: Sequence[str], texts: Sequence[str], k1: float = 1.5,
