@@ -41,9 +41,10 @@ from pilar.config import Settings
 from pilar.errors import ConfigError, IngestCancelled, IngestError
 from pilar.ingest import PageProgress, document_id, new_document, read_source
 from pilar.ingest.files import select_files
-from pilar.ingest.parallel import default_workers, failure_reason, parse_many
+from pilar.ingest.parallel import failure_reason, parse_many
 from pilar.model import (DEFAULT_COLLECTION, Document, IngestResult, ParsedDocument,
                          check_collection)
+from pilar.parts import usable_cores
 from pilar.retrieval.embeddings import Embedder, page_vectors
 from pilar.writes import DocumentWriter
 
@@ -115,7 +116,7 @@ class IngestRun:
         self.stop = stop
         if workers is None:
             workers = self.settings.workers if self.settings.workers is not None \
-                else default_workers()
+                else usable_cores()
         files = self.files
         results: list[IngestResult] = []
 

@@ -1,9 +1,10 @@
 """Small helpers that split and group, one of each for every layer: the
 words of a text, a list in batches, a page id's parts, clusters of joined
-items (union-find)."""
+items (union-find), the cores a process may use."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
@@ -11,6 +12,15 @@ from typing import TypeVar
 T = TypeVar("T")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the CPU count
+    where that cannot be read), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def words(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from pilar.cli.base import HomeOpt, _pilar, app, err, fail, reported
 from pilar.config import Settings
 from pilar.errors import PilarError
+from pilar.parts import usable_cores
 
 
 @app.command()
@@ -93,15 +94,6 @@ def worker(parent: Annotated[int | None, typer.Option(
     server_logging()
     with reported():
         run_worker(parent)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity; the CPU count
-    where that cannot be read), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _check_listen(host: str, port: int) -> None:

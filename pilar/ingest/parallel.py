@@ -87,14 +87,6 @@ from pilar.model import ParsedDocument
 T = TypeVar("T")
 
 
-def default_workers() -> int:
-    """The CPU cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def failure_reason(exc: BaseException) -> str:
     """The one-line reason an ingest failed with ``exc`` (no stack trace)."""
     if isinstance(exc, IngestError):

@@ -13,9 +13,10 @@ embedder is made with ``int8_documents=False``; without it, or when the
 model cannot run there, on sentence-transformers.
 
 Ingest cost is mostly here, so three things keep it down: consecutive
-units of one context share one vector (:func:`~pilar.retrieval.unit_runs.unit_groups`,
-the text said once and cut at :data:`~pilar.retrieval.unit_runs.UNIT_TOKENS`), texts of many documents are embedded
-in one call, each distinct text once (:func:`page_vectors`), and a text
+units of one context share one vector
+(:func:`~pilar.retrieval.unit_runs.unit_groups`, the text said once and cut
+at :data:`~pilar.retrieval.unit_runs.UNIT_TOKENS`), texts of many documents
+are embedded in one call, each distinct text once (:func:`page_vectors`), and a text
 embedded before is not embedded again (:class:`VectorCache`).
 """
 
@@ -41,7 +42,7 @@ import numpy as np
 from pilar.config import DEFAULT_EMBEDDING_MODEL, Settings
 from pilar.errors import ConfigError
 from pilar.model import ParsedDocument, Unit
-from pilar.parts import batched
+from pilar.parts import batched, usable_cores
 from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
                                            QueryEncoderError, export, quantize)
 from pilar.retrieval.unit_runs import UNIT_TOKENS, group_text, table_heads, unit_groups
@@ -119,8 +120,7 @@ def freeze_heap() -> None:
 
 _unfreeze_at_exit = False
 
-EMBED_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-    os.cpu_count() or 1)
+EMBED_THREADS = usable_cores()
 """Batches of documents the int8 encoder embeds at once (the cores this
 process may use): its sessions run one thread per call, so on an idle
 machine one call at a time left a core idle through ingest's longest stage."""
