@@ -471,9 +471,10 @@ def page_vectors(embedder: Embedder, docs: Sequence[ParsedDocument]
     consecutive units of one context, up to
     :data:`~pilar.retrieval.unit_runs.GROUP_WORDS` words, embedded as
     :func:`~pilar.retrieval.unit_runs.group_text` cut at
-    :data:`~pilar.retrieval.unit_runs.UNIT_TOKENS` tokens; units of the first :data:`MAX_UNIT_VECTORS`
-    of a document), each row named by its run's first unit, then a schema
-    vector per table on the page (:func:`~pilar.retrieval.unit_runs.table_heads`, named None); or text
+    :data:`~pilar.retrieval.unit_runs.UNIT_TOKENS` tokens; units of the
+    first :data:`MAX_UNIT_VECTORS` of a document), each row named by its
+    run's first unit, then a schema vector per table on the page
+    (:func:`~pilar.retrieval.unit_runs.table_heads`, named None); or text
     windows of the page (:meth:`Embedder.chunk`) when it has no embedded
     unit; a page without text gets ``(0, dim)``. PILAR §3.4 (dense page score = best
     vector's cosine: one vector per run rather than per unit leaves the
