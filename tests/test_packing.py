@@ -419,6 +419,26 @@ def test_a_misspelled_column_name_still_names_its_column_for_an_extreme_value():
     assert cue_units("which mountain has the greatest fx?", pairs, rows) == []
 
 
+def test_a_superlative_that_is_part_of_a_field_name_is_a_lookup_not_an_extreme():
+    from pilar.packing.cues import cue_units
+
+    rows = _mountains("Lhotse", "Everest", "Makalu")
+    field = Unit("f", "doc", 2, "row", "Maximum climbing height | 8,000 ft",
+                 "Permits > Conditions | Maximum climbing height | 8,000 ft", "sf",
+                 ("Permits", "Conditions"), 1, 1, ("Condition", "Value"),
+                 ("Maximum climbing height", "8,000 ft"))
+    pairs = [(0, u) for u in rows] + [(1, field)]
+    # the record names the field the question asks for: no row of the largest height
+    assert cue_units("what maximum climbing height does the permit allow?", pairs, rows) == []
+    # a key of fewer words, or one holding words the question lacks, leaves the cue
+    short = Unit("g", "doc", 2, "row", "Maximum height | 8,000 ft", "", "sg", (), 1, 2,
+                 ("Condition", "Value"), ("Maximum height", "8,000 ft"))
+    assert [u.unit_id for u in cue_units("which mountain has the maximum height?",
+                                         pairs + [(1, short)], rows)] == ["m2"]
+    assert [u.unit_id for u in cue_units("which mountain has the maximum height?",
+                                         pairs, rows)] == ["m2"]
+
+
 def test_a_sequence_cue_brings_the_rows_beside_the_row_the_question_names(store: Pilar):
     from pilar.packing.cues import neighbour_units
 

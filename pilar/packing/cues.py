@@ -55,6 +55,8 @@ MIN_ROWS = 3
 """A table needs this many body rows for a position or an extreme to mean anything."""
 NAMED_ROWS = 2
 """Rows named by the question whose neighbours a sequence cue brings (best first)."""
+FIELD_WORDS = 3
+"""Words (at least) of a key cell that names a field with a superlative (:func:`_compared`)."""
 
 _NUMBER = re.compile(r"[-\u2212]?\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
@@ -166,6 +168,8 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
     youngest, an ``Age`` column), the row with the largest / smallest
     number. Empty when the question carries no cue."""
     first, last, most, least = cue_words(question)
+    if most or least:
+        most, least = _compared(question, units, most, least)
     if not (first or last or most or least):
         return []
     tables, page_rank = _tables(units)
@@ -199,6 +203,27 @@ def cue_units(question: str, units: Sequence[tuple[int, Unit]],
         for u in _cue_rows([entry], tables, q, cues)[:1]:
             out.setdefault(u.unit_id, u)
     return list(out.values())[:cap]
+
+
+def _compared(question: str, units: Sequence[tuple[int, Unit]], most: bool, least: bool
+              ) -> tuple[bool, bool]:
+    """``(most, least)`` less the superlatives ``question`` uses as part of
+    a field's name: "what *maximum in-service wind speed* does the maker
+    allow" looks up the row whose key cell (its first) is a name of
+    :data:`FIELD_WORDS` words or more, a superlative among them, all of
+    them the question's ("Maximum in-service wind speed | 22 m/s"); it does
+    not ask for the row with the largest speed of a speed table. A shorter
+    key ("Largest city") is too common a phrase to tell."""
+    words = _words(_BOUNDS.sub(" ", question.lower()))
+    for _, u in units:
+        if not u.cells:
+            continue
+        key = _words(u.cells[0])
+        used = key & words & (MOST | LEAST | EITHER)
+        if used and len(key) >= FIELD_WORDS and key <= words:
+            most = most and not used & (MOST | EITHER)
+            least = least and not used & (LEAST | EITHER)
+    return most, least
 
 
 def _cue_rows(entries: list[tuple], tables: dict, q: set[str],
