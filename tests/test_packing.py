@@ -103,6 +103,25 @@ def test_block_order_offers_a_small_table_whole_else_the_rows_neighbours(store: 
     assert block_order(chosen, tables, store.tokens, 60, neighbours=0) == chosen
 
 
+def test_block_order_does_not_offer_a_bridging_rows_table_whole(store: Pilar):
+    # a multi-hop chain's bridging row comes first for the chain, not for its
+    # score: the table offered whole is the best-scored other row's
+    units = page_units(store, "204-98")
+    tables = tables_of(units)
+    rows = next(rows for rows in tables.values() if any("Paris Marathon" in u.text for u in rows))
+    fact = Unit("x", "other", 1, "row", "Span | 23.5 m", "Data | Span | 23.5 m", "sx",
+                ("Data",), 0, 0, ("Parameter", "Value"), ("Span", "23.5 m"))
+    bridge = ScoredUnit(rows[2], lexical=0.1, score=1.0, page_rank=1, bridging=True)
+    best = ScoredUnit(fact, lexical=3.0, score=0.9, page_rank=0)
+    tables[("other", 1, 0)] = [fact]
+    order = block_order([bridge, best], tables, store.tokens, 4000, neighbours=0)
+    assert [s.unit.unit_id for s in order] == ["x", rows[2].unit_id]
+    # the same row scored first for itself brings its whole table
+    order = block_order([replace(bridge, bridging=False), best], tables, store.tokens, 4000,
+                        neighbours=0)
+    assert [s.unit.unit_id for s in order] == [u.unit_id for u in rows] + ["x"]
+
+
 def test_next_row_reaches_the_packet(store: Pilar):
     q = "which team was the philadelphia soul's next opponent after playing the chicago rush?"
     result = store.search(q, budget=1024)

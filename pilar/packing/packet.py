@@ -185,7 +185,8 @@ def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
     The table of the best-scored row comes whole, in document order, when its
     rows cost at most ``whole_table_share`` of ``limit`` tokens (questions
     about a table's first, last, next or largest entry need rows no query
-    term names). Then each selected unit in score order, a row followed by
+    term names); a bridging row (:attr:`ScoredUnit.bridging`: first for the
+    chain it carries, not for its score) is not that row. Then each selected unit in score order, a row followed by
     its ``neighbours`` rows above and below in its table (Tessera §3.5
     packs by score; the neighbours are our addition for ordinal lookups).
     ``tables`` maps a table to its row units in document order."""
@@ -197,7 +198,8 @@ def block_order(selected: list[ScoredUnit], tables: dict[TableKey, list[Unit]],
             seen.add(s.unit.unit_id)
             out.append(s)
 
-    top_table = next(filter(None, (table_key(s.unit) for s in selected)), None)
+    top_table = next(filter(None, (table_key(s.unit) for s in selected if not s.bridging)),
+                     None)
     if top_table and tables.get(top_table):
         rows = tables[top_table]
         cost = sum(line_tokens(rows, counter)) + len(rows)

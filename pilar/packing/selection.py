@@ -52,12 +52,15 @@ a larger one rows of other pages too (each cue row displaces a unit)."""
 
 @dataclass(slots=True)
 class ScoredUnit:
-    """A unit with its lexical and reranker scores (higher is better)."""
+    """A unit with its lexical and reranker scores (higher is better);
+    ``bridging``: put first because a multi-hop chain runs through it, not
+    for its own score."""
 
     unit: Unit
     lexical: float
     score: float
     page_rank: int  # rank of its anchor page (0 = best)
+    bridging: bool = False
 
 
 def _table_of(u: Unit) -> TableKey | None:
@@ -196,7 +199,7 @@ class UnitSelector:
         pinned.sort(key=lambda t: t[0])
         top = scored[0].score if scored else 0.0
         ids = {u.unit_id for _, u, _ in pinned}
-        lifted = [ScoredUnit(u, lex, top + 1e-3 * (len(pinned) - i), rank)
+        lifted = [ScoredUnit(u, lex, top + 1e-3 * (len(pinned) - i), rank, bridging=True)
                   for i, (rank, u, lex) in enumerate(pinned)]
         return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
 
