@@ -184,7 +184,7 @@ class BridgeExpander:
 
     def expand(self, question: str, query: np.ndarray, by_id: dict[str, RankedPage],
                named: list[tuple[str, str]], naming: dict[str, float],
-               scope: Scope | None = None) -> dict[str, Hop]:
+               scope: Scope | None = None, keep: int | None = None) -> dict[str, Hop]:
         """Search chains from the question's pages in ``by_id`` (the shortlist
         after the question-entity expansion, scores final so far), adding
         reached pages to ``by_id`` and setting the scores of chained pages
@@ -195,7 +195,8 @@ class BridgeExpander:
         chain starting there gains ``named_start`` times it. Returns
         ``{page_id: Hop}``: how each page a chain holds was reached in the
         best chain holding it (its bridging support is what packing should
-        carry)."""
+        carry: found for the hops between two of the ``keep`` best pages
+        only, all when None, as those are the pages a search returns)."""
         s = self.s
         if s.max_hops < 1 or not by_id:
             return {}
@@ -240,8 +241,11 @@ class BridgeExpander:
                 break
             beam = grown
             depths.append(beam)
-        return self._bridging_units(self._rank(depths, by_id, kinds, superseded), qterms, query,
-                                    memo)
+        hops = self._rank(depths, by_id, kinds, superseded)
+        if keep is not None:
+            top = set(sorted(by_id, key=lambda pid: (-by_id[pid].score, pid))[:keep])
+            hops = {pid: h for pid, h in hops.items() if pid in top and h.source in top}
+        return self._bridging_units(hops, qterms, query, memo)
 
     def _grow(self, beam: list["Chain"], names: list[str], reached: dict[str, list[Hop]],
               by_id: dict[str, RankedPage], kinds: dict[str, tuple[str, frozenset[str]]],
