@@ -130,7 +130,8 @@ class GraphRetriever:
                         naming[pid] = max(naming.get(pid, 0.0),
                                           1.0 / math.sqrt(max(counts.get(eid, 1), 1)))
             hops = self.bridges.expand(question, self.hybrid.embedder.query(question), by_id,
-                                [(eid, name) for eid, name, _ in entities + hubs], naming, scope)
+                                [(eid, name) for eid, name, _ in entities + hubs], naming, scope,
+                                keep=k)
         if entities or hubs:
             for p in by_id.values():
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
