@@ -169,6 +169,21 @@ def test_a_code_the_question_writes_is_a_query_entity(chain_store: Pilar):
     assert "VC-24-1190" in [name for _, name, _ in query_entities(q, chain_store.graph)]
 
 
+def test_an_acronym_is_a_query_entity_only_where_the_question_writes_it(chain_store: Pilar):
+    """"What" is not an acronym WHAT, "crane" not CRANE: a question word
+    linked to one would be taken for a name the question gives (and not a
+    word it asks with); nor is the ``ONT`` inside a code a mention of ONT."""
+    from pilar.retrieval.expansion import query_entities
+
+    def names(q: str) -> set[str]:
+        return {name for _, name, _ in query_entities(q, chain_store.graph)}
+
+    assert {"HSE", "ONT"} <= names("What did the HSE manager of ONT report?")
+    assert not {"HSE", "ONT"} & names("what did the hse manager of ont report?")
+    assert "ONT" not in names("Which crane was involved in incident IR-ONT-24-117?")
+    assert "IR-ONT-24-117" in names("Which crane was involved in incident IR-ONT-24-117?")
+
+
 def test_a_question_names_a_version_by_its_year_or_model_number():
     from pilar.retrieval.naming import names_version, versions
 

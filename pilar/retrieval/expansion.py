@@ -37,6 +37,14 @@ from pilar.retrieval.chains import bridge_name, mark_bridging
 from pilar.retrieval.hybrid import HybridRetriever, beside
 
 _DIGIT = re.compile(r"\d")
+_ACRONYM = re.compile(r"[A-Z]{2,6}")
+
+
+def _written(acronym: str, question: str) -> bool:
+    """Does ``question`` write ``acronym`` (all capitals) as a word of its
+    own, in capitals: "What" is not the acronym ``WHAT`` and the ``ONT`` of
+    a code ``IR-ONT-24-142`` is part of the code, not a mention?"""
+    return re.search(rf"(?<![\w-]){acronym}(?![\w-])", question) is not None
 
 
 def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
@@ -48,7 +56,9 @@ def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
     fuzzily (rapidfuzz partial ratio >= ``threshold``) for names of 6+
     characters without a digit (``QC-09`` and ``IR-ONT-24-131`` are other
     things than ``QC-08`` and ``IR-ONT-24-117``: a name with a number
-    matches only as written). Candidates are read by the question's words
+    matches only as written), and an acronym (a name of 2-6 capitals) only
+    where the question writes it in capitals as a word of its own
+    (:func:`_written`). Candidates are read by the question's words
     (:meth:`GraphStore.entity_candidates`, 50) and by each code the question
     writes (:func:`~pilar.ingest.codes.codes`, 3 each): among the 50 a call
     number can lose to the names that share the question's common words."""
@@ -61,7 +71,7 @@ def query_entities(question: str, graph: GraphStore, threshold: float = 90.0,
     for entity in candidates:
         for name in (entity.name, *entity.aliases):
             n = normalise(name)
-            if len(n) < 3:
+            if len(n) < 3 or (_ACRONYM.fullmatch(name) and not _written(name, question)):
                 continue
             score = 100.0 if f" {n} " in q else (
                 fuzz.partial_ratio(n, q) if len(n) >= 6 and not _DIGIT.search(n) else 0.0)
