@@ -182,6 +182,10 @@ class Settings(BaseSettings):
                                "entity's specificity (1/sqrt(pages mentioning it))")
     chain_bonus: float = Field(0.3, ge=0, le=2, description="score a page gains per unit of "
                                "chain mass (its share of each hop's chains, summed over hops)")
+    chain_coverage: float = Field(0.3, ge=0, le=2, description="score a chain gains per share "
+                                  "of the question's word weight its pages hold together "
+                                  "(complementary pages: each word counted once, at its best "
+                                  "page)")
     chain_temperature: float = Field(0.1, gt=0, description="softmax temperature of chain "
                                      "scores when each hop's chain mass is shared out")
     sibling_weight: float = Field(0.5, ge=0, le=1, description="score kept by a page of the same "

@@ -14,7 +14,7 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.chains import Chain, keep_chains, start_names
+from pilar.retrieval.chains import Chain, Coverage, keep_chains, start_names
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -182,6 +182,21 @@ def test_an_acronym_is_a_query_entity_only_where_the_question_writes_it(chain_st
     assert not {"HSE", "ONT"} & names("what did the hse manager of ont report?")
     assert "ONT" not in names("Which crane was involved in incident IR-ONT-24-117?")
     assert "IR-ONT-24-117" in names("Which crane was involved in incident IR-ONT-24-117?")
+
+
+def test_coverage_counts_each_question_word_once_at_its_best_page(chain_store: Pilar):
+    """Chain coverage (complementary evidence): the particulars add "length
+    overall" to the incident report's words; the pages' order does not
+    matter; a page not read holds nothing."""
+    page = {Path(d.uri).stem: f"{d.doc_id}:1" for d in chain_store.docs()}
+    cover = Coverage(QUESTION, chain_store.index.bm25_for, list(page.values()))
+    assert cover.words[:3] == ["length", "overall", "vessel"] and "the" not in cover.words
+    incident, ship = page["ont_incident_ir_24_117"], page["corvassa_ardent_particulars"]
+    length = cover.words.index("length")
+    assert cover.held[incident][length] == 0 < cover.held[ship][length]
+    assert 0 < cover.of((incident,)) < cover.of((incident, ship)) <= 1.0
+    assert cover.of((ship, incident)) == cover.of((incident, ship))  # a set of words, no order
+    assert cover.of(("nowhere:1",)) == 0.0
 
 
 def test_a_question_names_a_version_by_its_year_or_model_number():

@@ -45,8 +45,12 @@ hop grows every chain of the beam by one page:
    relevance as an end (the better of its score and its score against
    the question without the names it starts from,
    :func:`~pilar.retrieval.naming.asked_text`: the end does not name
-   them) plus ``bridge_cost`` times the sum of its bridges' log weights
-   (the pages between are lookups, sharing no word with the question); a
+   them) plus ``chain_coverage`` times the share of the question's words
+   its pages hold together (:class:`~pilar.retrieval.chains.Coverage`:
+   pages that complement each other, not a detour through pages matching
+   the same words) plus ``bridge_cost`` times the sum of its bridges' log
+   weights (the pages between are lookups, sharing no word with the
+   question); a
    chain never holds two documents of one kind
    (:func:`~pilar.retrieval.naming.siblings`: an
    incident report and another one, a tariff and its superseded version),
@@ -84,12 +88,12 @@ import numpy as np
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
-from pilar.ingest.dates import dates_in
 from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
-from pilar.retrieval.chains import Chain, Hop, bridge_name, keep_chains, start_names
+from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, dated_rows,
+                                    keep_chains, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -101,14 +105,16 @@ __all__ = ["BridgeExpander"]
 class _Memo:
     """What one search works out once: each page's unit relevance, the
     supports on a chain's bridge per (page, names, entered), and whether the
-    question asks for an entity where a support names it, and which pairs
-    of pages are :func:`siblings`."""
+    question asks for an entity where a support names it, which pairs of
+    pages are :func:`siblings`, each page's relevance as an end and the
+    question's words each page holds (:class:`Coverage`)."""
 
     relevance: dict[str, list[float]] = field(default_factory=dict)
     on: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
+    coverage: Coverage | None = None
 
 
 UNIT_PAGES = 512
@@ -118,32 +124,6 @@ UNIT_PAGES = 512
 def _scaled(raw: float, lo: float, hi: float) -> float:
     """A raw BM25 score min-max scaled to the shortlist's range ``lo``-``hi``, clipped to 0-1."""
     return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
-
-
-DATED_ROWS = 2
-"""Rows of a reached page a hop carries for the date its source gives (at most)."""
-
-
-def _dated_rows(source: list[Unit], anchor: str, reached: list[Unit]) -> tuple[str, ...]:
-    """The supports of the table rows of ``reached`` (units of a page a hop
-    reached) that write a date the hop's source page gives its record
-    (a two-column row of field and value, ``Date | 13 June 2024``) or its
-    ``anchor`` unit writes (:func:`~pilar.ingest.dates.dates_in`): "the
-    work order *on the day of the incident*" is the log's row of that day.
-    The rows of the date that picks out fewest (a record's "closed on"
-    date may fall on a busy day; the day of the event is the one row),
-    at most :data:`DATED_ROWS` of them: none when every date picks more."""
-    given = frozenset().union(*(dates_in(u.text) for u in source
-                                if u.support_id == anchor or len(u.cells) == 2))
-    if not given:
-        return ()
-    by_date: dict[str, list[str]] = {}
-    for u in reached:
-        if len(u.cells) > 2:
-            for day in dates_in(u.text) & given:
-                by_date.setdefault(day, []).append(u.support_id)
-    fewest = min(by_date.values(), key=len, default=[])
-    return tuple(fewest) if len(fewest) <= DATED_ROWS else ()
 
 
 def _label(page: RankedPage) -> str:
@@ -214,9 +194,12 @@ class BridgeExpander:
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
         self._kinds([p.page_id for p in starts], by_id, kinds)
         superseded = self._superseded(question, by_id, kinds)
-        beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0))
+        memo = _Memo(coverage=Coverage(question, self.index.bm25_for, [
+            pid for pid, p in by_id.items() if not p.trace.get("expanded")]))
+        beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0)
+                      + s.chain_coverage * memo.coverage.of((p.page_id,)))
                 for p in starts]
-        depths, memo = [beam], _Memo()
+        depths = [beam]
         ends = self._ends(question, names, by_id, memo)
         blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
@@ -236,6 +219,7 @@ class BridgeExpander:
             self._score(question, query, reached, by_id, scope, (lo, hi))
             self._kinds([pid for pid in reached if pid in by_id], by_id, kinds)
             ends([pid for pid in reached if pid in by_id])
+            memo.coverage.read([pid for pid in reached if pid in by_id])
             grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
             if not grown:
                 break
@@ -282,7 +266,8 @@ class BridgeExpander:
                 weight = h.weight * (1.0 if on is None or h.source_support in on
                                      else s.off_bridge)
                 last = memo.end[c.pages[-1]] if c.hops else 0.0
-                score = (c.score - last + memo.end[pid]
+                score = (c.score - last + memo.end[pid] + s.chain_coverage * (
+                    memo.coverage.of(c.pages + (pid,)) - memo.coverage.of(c.pages))
                          + s.bridge_cost * math.log(max(weight, 1e-6)))
                 key = c.pages + (pid,)
                 if key not in grown or score > grown[key].score:
@@ -495,7 +480,7 @@ class BridgeExpander:
                         for u, rel in zip(units[pid], relevance[pid]) if named(u.text)),
                        default=None)
             found = replace(h, support=best[2]) if best is not None else h
-            out[pid] = replace(found, dated=_dated_rows(units.get(h.source, []),
+            out[pid] = replace(found, dated=dated_rows(units.get(h.source, []),
                                                         h.source_support, units[pid]))
         return out
 

@@ -2,19 +2,30 @@
 how a page joined a chain (:class:`Hop`), a chain of pages in reasoning
 order (:class:`Chain`), which chains a hop keeps (:func:`keep_chains`), which
 entities can be bridges (:func:`bridge_name`) and the bridging units packing
-puts first (:func:`mark_bridging`). The search itself is
+puts first (:func:`mark_bridging`), the rows a hop carries for a date
+(:func:`dated_rows`) and how much of the question a chain's pages hold
+(:class:`Coverage`). The search itself is
 :class:`pilar.retrieval.bridges.BridgeExpander`."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from pilar.ingest.codes import is_code
+from pilar.ingest.dates import dates_in
 from pilar.ingest.quantities import is_measure
 from pilar.ingest.names import proper_name
-from pilar.model import RankedPage
+from pilar.model import RankedPage, Unit
+from pilar.retrieval.terms import tokens
 
-__all__ = ["Chain", "Hop", "bridge_name", "keep_chains", "mark_bridging"]
+__all__ = ["Chain", "Coverage", "Hop", "bridge_name", "dated_rows", "keep_chains",
+           "mark_bridging"]
+
+_WORD = re.compile(r"\w+")
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -100,3 +111,78 @@ def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: in
             break
         keep.setdefault(c.pages, c)
     return sorted(keep.values(), key=lambda c: (-c.score, c.pages))
+
+
+DATED_ROWS = 2
+"""Rows of a reached page a hop carries for the date its source gives (at most)."""
+
+
+def dated_rows(source: list[Unit], anchor: str, reached: list[Unit]) -> tuple[str, ...]:
+    """The supports of the table rows of ``reached`` (units of a page a hop
+    reached) that write a date the hop's source page gives its record
+    (a two-column row of field and value, ``Date | 13 June 2024``) or its
+    ``anchor`` unit writes (:func:`~pilar.ingest.dates.dates_in`): "the
+    work order *on the day of the incident*" is the log's row of that day.
+    The rows of the date that picks out fewest (a record's "closed on"
+    date may fall on a busy day; the day of the event is the one row),
+    at most :data:`DATED_ROWS` of them: none when every date picks more."""
+    given = frozenset().union(*(dates_in(u.text) for u in source
+                                if u.support_id == anchor or len(u.cells) == 2))
+    if not given:
+        return ()
+    by_date: dict[str, list[str]] = {}
+    for u in reached:
+        if len(u.cells) > 2:
+            for day in dates_in(u.text) & given:
+                by_date.setdefault(day, []).append(u.support_id)
+    fewest = min(by_date.values(), key=len, default=[])
+    return tuple(fewest) if len(fewest) <= DATED_ROWS else ()
+
+
+class Coverage:
+    """How much of the question a chain's pages hold together: each of the
+    question's words (one per stem) weighs its best BM25 on the search's
+    shortlist (``shortlist``: page ids; a rare word weighs more), and a
+    chain holds a word as far as its best page for it holds it (BM25
+    capped at the weight). :meth:`of` is the share of the total weight
+    held, 0-1. A chain whose pages all match the same words (a detour
+    through pages like the first) holds less than one whose last page
+    holds the words the others lack ("in which *town* are the owners
+    named in the charter *headquartered*": the owner's company page, not
+    the sister ship's particulars, which say "owners" again); the
+    chain's score gains ``chain_coverage`` times it (complementary
+    evidence, PILAR §3.4 multi-hop profile). ``bm25_for(text, page_ids)``
+    is the page index's; one read per word for the shortlist, then per
+    :meth:`read`."""
+
+    def __init__(self, question: str, bm25_for: Callable[[str, list[str]], dict[str, float]],
+                 shortlist: list[str]):
+        stems: dict[str, str] = {}
+        for word in _WORD.findall(question):
+            for stem in tokens(word)[:1]:
+                stems.setdefault(stem, word)
+        self.words = list(stems.values())
+        self.bm25_for = bm25_for
+        self.held: dict[str, np.ndarray] = {}
+        self.read(shortlist)
+        self.weight = np.maximum.reduce([self.held[pid] for pid in shortlist]) \
+            if shortlist and self.words else np.zeros(len(self.words))
+        self.total = float(self.weight.sum())
+
+    def read(self, page_ids: list[str]) -> None:
+        """Read each question word's BM25 on the pages of ``page_ids`` not read yet."""
+        new = [pid for pid in dict.fromkeys(page_ids) if pid not in self.held]
+        if not new or not self.words:
+            return
+        found = [self.bm25_for(word, new) for word in self.words]
+        for pid in new:
+            self.held[pid] = np.array([f.get(pid, 0.0) for f in found])
+
+    def of(self, pages: tuple[str, ...]) -> float:
+        """The share (0-1) of the question's word weight ``pages`` hold; 0
+        when none of them was read."""
+        rows = [self.held[pid] for pid in pages if pid in self.held]
+        if not rows or self.total <= 0:
+            return 0.0
+        best = np.maximum.reduce(rows) if len(rows) > 1 else rows[0]
+        return float(np.minimum(best, self.weight).sum()) / self.total
