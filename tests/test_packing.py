@@ -122,6 +122,32 @@ def test_block_order_does_not_offer_a_bridging_rows_table_whole(store: Pilar):
     assert [s.unit.unit_id for s in order] == [u.unit_id for u in rows] + ["x"]
 
 
+def test_a_chains_links_come_page_by_page_each_before_the_pages_best_unit(store: Pilar):
+    """Multi-hop selection: page 0 (no link) gives its best unit first; page 1
+    its bridging unit, then its best other unit; only then the pages' other
+    units in turn. The last page of a chain is not crowded out by the links
+    of the pages before it."""
+    def para(uid: str, doc: str, text: str) -> Unit:
+        return Unit(uid, doc, 1, "paragraph", text, text, f"s-{uid}", ("Report",))
+
+    units = [(0, para("a1", "a", "The crane QC-09 stopped at berth N3.")),
+             (0, para("a2", "a", "The crane was released after repair.")),
+             (1, para("b1", "b", "QC-09 is a Megalift 65 crane made by Vostrand.")),
+             (1, para("b2", "b", "The crane QC-09 has a lift height of 49 m above rail.")),
+             (1, para("b3", "b", "Register maintained by Engineering."))]
+    q = "what lift height does the crane that stopped at berth N3 have?"
+    selector = UnitSelector(store.embedder, lambda ids: {}, cues=False)
+    plain = [s.unit.unit_id for s in selector.select(q, units)]
+    chained = [s.unit.unit_id for s in selector.select(q, units, bridging=frozenset({"s-b1"}))]
+    best_a = next(u for u in plain if u.startswith("a"))
+    best_b = next(u for u in plain if u in ("b2", "b3"))
+    assert best_b == "b2"  # the lift height, not the register's footer
+    assert chained[:3] == [best_a, "b1", "b2"] and set(chained) == set(plain)
+    flags = {s.unit.unit_id: s.bridging for s in selector.select(q, units,
+                                                                 bridging=frozenset({"s-b1"}))}
+    assert flags["b1"] and not flags["b2"]
+
+
 def test_next_row_reaches_the_packet(store: Pilar):
     q = "which team was the philadelphia soul's next opponent after playing the chicago rush?"
     result = store.search(q, budget=1024)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from cachetools import LRUCache
@@ -117,8 +117,9 @@ class UnitSelector:
         (the packet's, in tokens; None: :data:`~pilar.packing.cues.MAX_CUE_UNITS`).
         Units whose support is in ``bridging`` (the units a multi-hop chain
         runs through, :attr:`~pilar.model.RankedPage.bridging`) go first of
-        all, in page order: a reader follows the chain through them; with
-        any, the other units come page by page in turn. ``facts`` are
+        all, page by page, each page's followed by its best other unit: a
+        reader follows the chain through them; with any, the other units
+        come page by page in turn. ``facts`` are
         :meth:`page_facts` of the units (read now when not given)."""
         if not units:
             return []
@@ -188,20 +189,32 @@ class UnitSelector:
 
     def _with_bridging(self, units: list[tuple[int, Unit]], lexical: np.ndarray,
                        scored: list[ScoredUnit], bridging: frozenset[str]) -> list[ScoredUnit]:
-        """``scored`` with the units of ``bridging`` supports moved or added
-        to the top, in page order, scored just above the best unit."""
+        """``scored`` (page by page in turn) with, at the top, page by page
+        in page order, each page's units of ``bridging`` supports (moved or
+        added: the links a reader follows) and then its best-scored other
+        unit (what the chain came to the page for), scored above the rest
+        in that order: the last page of a chain is not crowded out by the
+        links of the pages before it."""
         if not bridging:  # the single-shot profile: nothing to look for
             return scored
         pinned = [(rank, u, float(lex)) for (rank, u), lex in zip(units, lexical)
                   if u.support_id in bridging]
         if not pinned:
             return scored
-        pinned.sort(key=lambda t: t[0])
-        top = scored[0].score if scored else 0.0
         ids = {u.unit_id for _, u, _ in pinned}
-        lifted = [ScoredUnit(u, lex, top + 1e-3 * (len(pinned) - i), rank, bridging=True)
-                  for i, (rank, u, lex) in enumerate(pinned)]
-        return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
+        by_page: dict[int, list[ScoredUnit]] = {}
+        for rank, u, lex in sorted(pinned, key=lambda t: t[0]):
+            by_page.setdefault(rank, []).append(ScoredUnit(u, lex, 0.0, rank, bridging=True))
+        best: dict[int, ScoredUnit] = {}
+        for su in scored:
+            if su.unit.unit_id not in ids:
+                best.setdefault(su.page_rank, su)
+        first = [su for rank in sorted(set(by_page) | set(best))
+                 for su in [*by_page.get(rank, ()), *([best[rank]] if rank in best else [])]]
+        taken = {su.unit.unit_id for su in first}
+        top = scored[0].score if scored else 0.0
+        lifted = [replace(su, score=top + 1e-3 * (len(first) - i)) for i, su in enumerate(first)]
+        return (lifted + [s for s in scored if s.unit.unit_id not in taken])[: self.prefilter]
 
     def _key_scores(self, units: list[Unit], lexical: np.ndarray,
                     idf: dict[str, float]) -> np.ndarray:
