@@ -60,6 +60,20 @@ def test_body_rows_take_the_key_cell_as_subject(bad_boy):
     assert _support(bad_boy, diddy[0].supports[0]).text == "Diddy | 1993 | 6"
 
 
+def test_a_parameter_value_row_naming_a_known_field_is_a_field_of_the_record(shared_data):
+    """A datasheet's two-column ``Parameter | Value`` table: the row whose key
+    the inventory knows ("Manufacturer") is a field of the page's record
+    with the value as its object (an organisation), not a "value" of a
+    thing called "Manufacturer"; a key it does not know stays a row."""
+    parsed = parse(shared_data / "multihop2" / "ambrel_rt41_datasheet.html")
+    made = next(a for a in parsed.assertions if a.object == "Ambrel Machinery Co")
+    assert (made.predicate, made.object_entity) == ("manufacturer",
+                                                    "organization:ambrel machinery co")
+    assert made.subject.startswith("Ambrel RT-41")
+    fuel = next(a for a in parsed.assertions if a.object.startswith("9.5 L/h"))
+    assert fuel.subject == "Average fuel consumption"
+
+
 def test_every_row_with_two_cells_yields_assertions(wtq_pages):
     for path in sorted(CORPUS.glob("*.html")):
         parsed = parse(path)

@@ -9,7 +9,9 @@ Table assertions (deterministic, from :class:`~pilar.model.TableGrid`):
   :meth:`~pilar.ingest.predicates.PredicateInventory.for_header`, object =
   the cell's text (line breaks read ``" / "``), one assertion per other
   non-empty cell; a row with a single non-empty cell yields none;
-- key-value rows (infoboxes, th+td tables) and two-cell infobox rows:
+- key-value rows (infoboxes, th+td tables), two-cell infobox rows and
+  the field rows of a two-column ``Parameter | Value`` table (a key the
+  inventory knows beside a column headed by a literal: :func:`_field_row`):
   subject = the table's entity (the infobox title, else the page's entity),
   predicate = the key, object = the values;
 - qualifiers: ``caption``, ``table_title``, ``section`` (path joined by
@@ -245,7 +247,7 @@ def table_assertions(b: AssertionBuilder, grid: TableGrid, row_supports: dict[in
         if len(cells) < 2:
             continue
         q = {**quals, "group": grid.group_labels[r] or ""}
-        if kind == "keyvalue" or infobox:
+        if kind == "keyvalue" or infobox or _field_row(inv, grid, cells, column):
             if table_subject_mention is None:
                 table_subject_mention = b.resolver.mention(table_subject, subject_type, sid)
             key = cells[0][0]
@@ -279,6 +281,21 @@ def table_assertions(b: AssertionBuilder, grid: TableGrid, row_supports: dict[in
             if path and inv.lookup(path[-1]) is None and _name_like_header(path[-1]):
                 b.resolver.mention(path[-1], "thing", first_support)
     return added
+
+
+def _field_row(inv: PredicateInventory, grid: TableGrid, cells: list, column) -> bool:
+    """Is a body row of ``grid`` a field of a record, as a key-value row is:
+    a two-column table whose value column's header names a literal
+    (``Parameter | Value``) and whose row's first cell names a predicate
+    of the inventory (``Manufacturer | Ambrel Machinery Co``: the
+    manufacturer of the table's subject, an organisation, not a "value"
+    of a thing called "Manufacturer")? ``column`` gives ``(predicate,
+    note, object type)`` of a cell span."""
+    if len(grid.header_paths) != 2 or len(cells) != 2:
+        return False
+    value, span = cells[1][0], cells[1][1:]
+    return (bool(value.text) and column(*span)[2] == "value"
+            and inv.lookup(clean_surface(cells[0][0].text)) is not None)
 
 
 def generic_title(text: str) -> bool:
