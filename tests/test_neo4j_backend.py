@@ -80,6 +80,7 @@ def test_a_search_reads_the_graph_in_a_few_queries(on_neo4j: Pilar, tmp_path, mo
         (p.page_id, p.score, p.title) for p in lite.pages]
     assert hit.packet.text == lite.packet.text
 
+
 def test_a_write_sends_rows_the_driver_logs_by_count(neo4j_store, caplog):
     """The driver formats every RUN's parameters for its debug log, even when
     that log is off: a write's rows stand there as their count, not their
