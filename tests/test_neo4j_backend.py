@@ -4,10 +4,15 @@ Cypher exploration (its refusals in test_cypher_guard.py), idempotent migrations
 
 from __future__ import annotations
 
+import gc
+import logging
+
 import pytest
 
 from pilar import Pilar
 from pilar.config import Settings
+from pilar.graph.neo4j_rows import batch_rows
+from pilar.ingest import parse
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.neo4j
@@ -74,6 +79,25 @@ def test_a_search_reads_the_graph_in_a_few_queries(on_neo4j: Pilar, tmp_path, mo
     assert [(p.page_id, p.score, p.title) for p in hit.pages] == [
         (p.page_id, p.score, p.title) for p in lite.pages]
     assert hit.packet.text == lite.packet.text
+
+
+def test_a_write_sends_rows_the_driver_logs_by_count(neo4j_store, caplog):
+    """The driver formats every RUN's parameters for its debug log, even when
+    that log is off: a write's rows stand there as their count, not their
+    text (as a plain list, they are longer than any line allowed here), and
+    the garbage collector paused while they are built is on again."""
+    parsed = parse(DOCS[0])
+    assert max(len(repr(list(rows))) for _, rows in batch_rows([parsed])) > 4000
+    with caplog.at_level(logging.DEBUG, logger="neo4j"):
+        neo4j_store.write_documents([(parsed, [])])
+    runs = [r.getMessage() for r in caplog.records if " C: RUN " in r.getMessage()]
+    assert len(runs) >= 5
+    assert max(len(m) for m in runs) < 4000
+    assert sum("rows>" in m for m in runs) == len(runs)
+    assert not any(parsed.pages[0].text[:80] in m for m in runs)
+    assert gc.isenabled()
+    assert neo4j_store.stats()["supports"] == len(parsed.supports)
+
 
 def test_migrations_are_recorded_and_idempotent(neo4j_store):
     versions = [r["v"] for r in neo4j_store._read(

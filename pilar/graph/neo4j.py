@@ -23,8 +23,8 @@ from pilar.errors import StoreError
 from pilar.graph import add_expansion_rows, ingest_times
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
-from pilar.graph.neo4j_rows import (assertion_of, batch_rows, batches, document_of, entity_of,
-                                    stats_row, support_of, unit_of)
+from pilar.graph.neo4j_rows import (Rows, assertion_of, batch_rows, batches, document_of,
+                                    entity_of, stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
 from pilar.parts import words as split_words
@@ -217,7 +217,7 @@ class Neo4jGraphStore:
         transaction (see :meth:`pilar.graph.GraphStore.begin_documents`)."""
         for doc, at in zip(docs, ingest_times(len(docs))):
             doc.status, doc.ingested_at = "pending", at
-        rows = [to_jsonable(doc) for doc in docs]
+        rows = Rows(to_jsonable(doc) for doc in docs)
         self._write(lambda tx: tx.run(cy.WRITE_DOCUMENTS, rows=rows).consume())
 
     def set_status(self, doc_id: str, status: str) -> bool:
@@ -246,7 +246,7 @@ class Neo4jGraphStore:
             for old in replaced:
                 self._delete_in(tx, old, keep_node=True)
                 tx.run(cy.SET_STATUS, doc_id=old, status="deleting").consume()
-            tx.run(cy.WRITE_DOCUMENTS, rows=[to_jsonable(d) for d in docs]).consume()
+            tx.run(cy.WRITE_DOCUMENTS, rows=Rows(to_jsonable(d) for d in docs)).consume()
             for query, rows in layers:
                 for batch in batches(rows):
                     tx.run(query, rows=batch).consume()
