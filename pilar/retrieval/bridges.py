@@ -255,6 +255,8 @@ class BridgeExpander:
             docs = {by_id[pid].doc_id for pid in c.pages}
             on = self._on_bridge(c.pages[-1], [c.hops[-1].name] if c.hops else names,
                                  bool(c.hops), memo)
+            held = memo.coverage.best(c.pages)
+            covered = memo.coverage.of(c.pages, held)
             for pid, h in by_source.get(c.pages[-1], ()):
                 if h.bridge in used or by_id[pid].doc_id in docs or pid in superseded:
                     continue
@@ -267,7 +269,7 @@ class BridgeExpander:
                                      else s.off_bridge)
                 last = memo.end[c.pages[-1]] if c.hops else 0.0
                 score = (c.score - last + memo.end[pid] + s.chain_coverage * (
-                    memo.coverage.of(c.pages + (pid,)) - memo.coverage.of(c.pages))
+                    memo.coverage.of(c.pages, held, pid) - covered)
                          + s.bridge_cost * math.log(max(weight, 1e-6)))
                 key = c.pages + (pid,)
                 if key not in grown or score > grown[key].score:

@@ -178,11 +178,23 @@ class Coverage:
         for pid in new:
             self.held[pid] = np.array([f.get(pid, 0.0) for f in found])
 
-    def of(self, pages: tuple[str, ...]) -> float:
-        """The share (0-1) of the question's word weight ``pages`` hold; 0
-        when none of them was read."""
+    def best(self, pages: tuple[str, ...]) -> np.ndarray:
+        """Per question word, the best BM25 of ``pages`` (those read), capped
+        at the word's weight: shape ``(len(words),)``."""
         rows = [self.held[pid] for pid in pages if pid in self.held]
-        if not rows or self.total <= 0:
+        return np.minimum(np.maximum.reduce(rows), self.weight) if rows else \
+            np.zeros(len(self.words))
+
+    def of(self, pages: tuple[str, ...], best: np.ndarray | None = None,
+           page: str | None = None) -> float:
+        """The share (0-1) of the question's word weight ``pages`` hold (0 when
+        none of them was read); with ``best`` (:meth:`best` of ``pages``) and
+        ``page``, the share ``pages`` and ``page`` hold together, ``pages``
+        not read again."""
+        if self.total <= 0:
             return 0.0
-        best = np.maximum.reduce(rows) if len(rows) > 1 else rows[0]
-        return float(np.minimum(best, self.weight).sum()) / self.total
+        if best is None:
+            best = self.best(pages)
+        if page is not None and page in self.held:
+            best = np.maximum(best, np.minimum(self.held[page], self.weight))
+        return float(best.sum()) / self.total
