@@ -176,9 +176,13 @@ class LayoutAnalyser:
             if model is None:
                 from pymupdf.layout import DocumentLayoutAnalyzer
 
+                # the smallest table grid model, dropped at once (tables:
+                # pdf_tables); the image feature model only for features using it
+                unused = {} if "imf" in self.features else {"imf_model_path": ""}
                 model = DocumentLayoutAnalyzer.get_model(feature_set_name=self.features,
-                                                         n_workers=1, use_sort=True)
-                model._model.table_grid_extractor = None  # tables: pdf_tables
+                                                         n_workers=1, use_sort=True,
+                                                         table_grid_model_ver="V1", **unused)
+                model._model.table_grid_extractor = None
                 model._model.session = _one_thread_session(model._model.model_path)
                 self._models[self.features] = model
             return model
