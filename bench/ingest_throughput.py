@@ -18,7 +18,7 @@ Every (tree, corpus, graph) run is its own process with a fresh
 ``PILAR_HOME`` (on Neo4j the stored documents are deleted first), so peak RSS
 (``ru_maxrss`` of the process and of its worker processes) is per run, and
 so is ``cpu_s`` (user + system seconds of the process and its workers
-during the ingest; ``pages_per_cpu_s`` and its ``cpu_ratio`` are the figures
+during the ingest, the workers read from the forkserver that reaps them; ``pages_per_cpu_s`` and its ``cpu_ratio`` are the figures
 to trust on a machine shared with other work, where wall time is not). The
 embedding model is loaded and warmed before the clock starts (its load and,
 for a built-at-first-use model, build time are reported as ``warm_s``).
@@ -112,11 +112,26 @@ class _Timers:
 
 
 def _cpu_s() -> float:
-    """CPU seconds (user + system) of this process and its ended children
-    (the parse workers): unlike wall time, barely moved by other load on a
-    shared machine."""
+    """CPU seconds (user + system) of this process, its ended children and
+    the forkserver the parse workers are forked from with its ended children
+    (the workers, which are the forkserver's children, not this process's):
+    unlike wall time, barely moved by other load on a shared machine."""
     own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + _forkserver_cpu_s()
+
+
+def _forkserver_cpu_s() -> float:
+    """CPU seconds of the running forkserver and of the children it reaped
+    (``/proc/PID/stat`` utime, stime, cutime, cstime); 0 without one."""
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except (OSError, TypeError):
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def child(spec: dict) -> dict:

@@ -200,3 +200,38 @@ def test_figure_crop_caption_and_ocr(tmp_path):
     # without the setting nothing is written
     parse(out.tobytes(), settings=Settings(home=tmp_path / "other"))
     assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.parametrize("name", ["204-268.pdf", "anticlockwise_table_1.pdf",
+                                  "diesel_engines-p1-3.pdf"])
+def test_table_finder_characters_as_pymupdf_builds_them(name):
+    """pilar.ingest.pdf_chars.make_chars fills the finder's character list
+    with PyMuPDF's own dicts, key for key and value for value: whole page
+    and clipped, turned, and with a media box away from the origin."""
+    import pymupdf.table as ptable
+
+    from pilar.ingest import pdf_chars
+
+    def chars(make, page, clip):
+        ptable._CHARS_VAR.set([])
+        make(page, clip=clip)
+        return list(ptable.CHARS)
+
+    doc = pymupdf.open(PDFS / name)
+    small = pymupdf.TOOLS.set_small_glyph_heights()
+    pymupdf.TOOLS.set_small_glyph_heights(True)  # as the finder runs it
+    try:
+        for page in doc:
+            r = page.rect
+            for clip in (None, pymupdf.Rect(r.x0 + 20, r.y0 + 40, r.x1 - 30, r.y1 / 2)):
+                ours = chars(pdf_chars.make_chars, page, clip)
+                assert ours and ours == chars(pdf_chars._PYMUPDF_MAKE_CHARS, page, clip)
+        page = doc[0]
+        page.set_rotation(90)
+        r = page.mediabox
+        page.set_mediabox(pymupdf.Rect(r.x0 + 13.37, r.y0 + 7.1, r.x1 - 3.3, r.y1 - 5.9))
+        page = doc.reload_page(page)
+        ours = chars(pdf_chars.make_chars, page, None)
+        assert ours and ours == chars(pdf_chars._PYMUPDF_MAKE_CHARS, page, None)
+    finally:
+        pymupdf.TOOLS.set_small_glyph_heights(small)

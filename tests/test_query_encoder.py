@@ -24,7 +24,8 @@ from pilar.config import DEFAULT_EMBEDDING_MODEL
 from pilar.ingest import parse
 from pilar.retrieval import embeddings
 from pilar.retrieval.embeddings import Embedder, VectorCache, page_vectors, resolve_model_path
-from pilar.retrieval.query_encoder import CountingTokenizer, ModelLayout, QueryEncoderError
+from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
+                                           QueryEncoderError, drop_nan_guards)
 from pilar.retrieval.unit_runs import UNIT_TOKENS
 from tests.conftest import FIXTURES, ROOT
 
@@ -125,6 +126,41 @@ def test_export_is_keyed_by_model_and_version(layout: ModelLayout, tmp_path: Pat
     with open(other / "config.json", "a") as f:
         f.write("\n")
     assert ModelLayout.read(other).key(DEFAULT_EMBEDDING_MODEL) != key
+
+
+def test_export_has_no_nan_guards_and_the_same_outputs(tmp_path: Path, models_dir: Path,
+                                                      layout: ModelLayout):
+    """The export drops the exporter's Where(IsNaN(softmax)) guards: the
+    file holds none, and putting them back changes no output bit on a padded
+    batch (rows of 3 to 40 tokens)."""
+    import onnx
+    from onnx import helper
+
+    enc = Embedder(onnx_dir=models_dir).query_encoder
+    model = onnx.load(str(enc.path))
+    assert "IsNaN" not in {n.op_type for n in model.graph.node}
+    # put a guard back after every softmax
+    nodes, guarded = [], 0
+    zero = helper.make_tensor("guard_zero", onnx.TensorProto.FLOAT, [], [0.0])
+    model.graph.initializer.append(zero)
+    for n in model.graph.node:
+        nodes.append(n)
+        if n.op_type == "Softmax":
+            out = n.output[0]
+            n.output[0] = f"{out}_raw"
+            nodes += [helper.make_node("IsNaN", [f"{out}_raw"], [f"{out}_nan"]),
+                      helper.make_node("Where", [f"{out}_nan", "guard_zero", f"{out}_raw"],
+                                       [out])]
+            guarded += 1
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    path = tmp_path / "guarded.onnx"
+    onnx.save(model, str(path))
+    assert guarded == 6 and drop_nan_guards(path) == 6 and drop_nan_guards(path) == 0
+    onnx.save(model, str(path))
+    texts = ["a", "which city hosted the games?", " ".join(["word"] * 38)]
+    ours = OnnxQueryEncoder(layout, enc.path).encode(texts)
+    assert np.array_equal(ours, OnnxQueryEncoder(layout, path).encode(texts))
 
 
 def test_counting_tokenizer_matches_the_transformers_tokenizer(layout, torch_embedder,

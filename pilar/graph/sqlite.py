@@ -24,7 +24,15 @@ from pilar.db import SqliteDatabase
 from pilar.parts import batched, words
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _j(value) -> str:
+    """``value`` (records, lists, dicts) as JSON text; a list or tuple of
+    plain values (a section path, a row's cells) is dumped as it is, the
+    same text without :func:`~pilar.model.to_jsonable`'s walk."""
+    if type(value) in (list, tuple) and all(type(v) in _PLAIN for v in value):
+        return json.dumps(value, ensure_ascii=False)
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
@@ -281,19 +289,32 @@ class SqliteGraphStore:
     @staticmethod
     def _write_entities(c: sqlite3.Connection, parsed: ParsedDocument) -> None:
         """Entities are shared within a collection: insert new ones, merge
-        aliases into known ones."""
+        aliases into known ones (the stored ones read in one query per 500,
+        then one insert and one update of many rows)."""
+        ids = list(dict.fromkeys(e.entity_id for e in parsed.entities))
+        aliases: dict[str, list[str]] = {}  # entity id -> its aliases as they stand
+        for chunk in batched(ids, 500):
+            aliases.update((eid, json.loads(a)) for eid, a in c.execute(
+                f"SELECT entity_id, aliases FROM entities WHERE entity_id IN "
+                f"({','.join('?' * len(chunk))})", chunk))
+        new: dict[str, Entity] = {}
+        changed: set[str] = set()
         for e in parsed.entities:
-            row = c.execute("SELECT aliases FROM entities WHERE entity_id = ?",
-                            (e.entity_id,)).fetchone()
-            if row is None:
-                c.execute("INSERT INTO entities (entity_id, name, type, aliases, collection) "
-                          "VALUES (?,?,?,?,?)", (e.entity_id, e.name, e.type,
-                                                 _j(sorted(set(e.aliases))), e.collection))
-            else:
-                merged = sorted(set(json.loads(row[0])) | set(e.aliases))
-                if merged != json.loads(row[0]):
-                    c.execute("UPDATE entities SET aliases = ? WHERE entity_id = ?",
-                              (_j(merged), e.entity_id))
+            known = aliases.get(e.entity_id)
+            if known is None:
+                new[e.entity_id] = e
+                aliases[e.entity_id] = sorted(set(e.aliases))
+                continue
+            merged = sorted(set(known) | set(e.aliases))
+            if merged != known:
+                aliases[e.entity_id] = merged
+                changed.add(e.entity_id)
+        c.executemany("INSERT INTO entities (entity_id, name, type, aliases, collection) "
+                      "VALUES (?,?,?,?,?)", [(e.entity_id, e.name, e.type,
+                                              _j(aliases[e.entity_id]), e.collection)
+                                             for e in new.values()])
+        c.executemany("UPDATE entities SET aliases = ? WHERE entity_id = ?",
+                      [(_j(aliases[eid]), eid) for eid in ids if eid in changed - new.keys()])
         c.executemany("INSERT OR IGNORE INTO mentions (entity_id, support_id) VALUES (?,?)",
                       [(e.entity_id, sid) for e in parsed.entities for sid in e.mentions])
         c.executemany(
@@ -332,8 +353,18 @@ class SqliteGraphStore:
 
     def entity_candidates_many(self, names: list[str], limit: int = 20,
                                collections: list[str] | None = None) -> list[list[Entity]]:
-        """:meth:`entity_candidates` of each of ``names``, in order."""
-        return [self.entity_candidates(name, limit, collections) for name in names]
+        """:meth:`entity_candidates` of each of ``names``, in order (an
+        entity found for several names is decoded once, one object in each list)."""
+        shown = None if collections is None else json.dumps(list(collections))
+        decoded: dict[str, Entity] = {}
+        out = []
+        for name in names:
+            match = _fts_or(name)
+            rows = self.db.conn.execute(sql.ENTITY_CANDIDATES, (match, shown, limit)) \
+                if match else ()
+            out.append([decoded.get(r[0]) or decoded.setdefault(r[0], _entity(r))
+                        for r in rows])
+        return out
 
     def get_entities(self, entity_ids: list[str]) -> dict[str, Entity]:
         """``{entity_id: Entity}`` for the ids that exist."""

@@ -7,7 +7,9 @@ cells and hands them to :func:`pilar.ingest.tables.build_grid` as
 bbox).
 
 PyMuPDF's table finder costs ~50 ms per call on a clipped region and ~290 ms
-on a whole page, so it runs only on candidate regions found cheaply first:
+on a whole page (less with its character list built by
+:mod:`pilar.ingest.pdf_chars`), so it runs only on candidate regions found
+cheaply first:
 
 - ruled tables: clusters of thin vector rules (``page.get_drawings()``,
   ~2 ms per page) with at least two horizontal and two vertical rules
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import pymupdf
 
+from pilar.ingest import pdf_chars
 from pilar.ingest.pdf_layout import Line
 from pilar.ingest.pdf_rules import (Box, Candidate, clusters, horizontal_rules, lattice,
                                      rule_rows, ruled_candidates)
@@ -47,6 +50,8 @@ from pilar.ingest.pdf_table_cells import PageTable, axis, read_cells
 from pilar.ingest.pdf_table_split import figures, line_rows
 from pilar.ingest.tables import cell_id
 from pilar.model import GridCell, TableGrid
+
+pdf_chars.install()  # the finder's character list, the same, built faster
 
 __all__ = ["Candidate", "PageTable", "continue_table", "find_tables", "horizontal_rules",
            "raster_tables", "region_candidates", "ruled_candidates"]

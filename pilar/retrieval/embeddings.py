@@ -215,6 +215,13 @@ class Embedder:
 
     @property
     def dim(self) -> int:
+        """Dimension of the vectors: the output width of the ONNX Runtime
+        encoder when there is one (the empty batches of an ingest then load
+        no PyTorch model: ~1 GB resident and seconds of CPU), else the model's."""
+        onnx = self.query_encoder
+        width = onnx.session.get_outputs()[0].shape[-1] if onnx is not None else None
+        if isinstance(width, int):
+            return width
         model = self.model
         get = getattr(model, "get_embedding_dimension", None) or \
             model.get_sentence_embedding_dimension
