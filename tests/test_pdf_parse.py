@@ -235,3 +235,6 @@ def test_table_finder_characters_as_pymupdf_builds_them(name):
         assert ours and ours == chars(pdf_chars._PYMUPDF_MAKE_CHARS, page, None)
     finally:
         pymupdf.TOOLS.set_small_glyph_heights(small)
+    # in place only on the PyMuPDF versions this was checked on
+    assert (ptable.make_chars is pdf_chars.make_chars) == (
+        pymupdf.pymupdf_version in pdf_chars.VERIFIED)

@@ -101,6 +101,17 @@ def make_chars(page: pymupdf.Page, clip=None):
     return textpage
 
 
-def install() -> None:
-    """Have PyMuPDF's table finder build its characters with :func:`make_chars`."""
+VERIFIED = frozenset({"2.0"})
+"""PyMuPDF versions whose ``make_chars`` :func:`make_chars` was checked against
+(key for key, bit for bit: ``tests/test_pdf_parse.py``); on any other the
+finder keeps its own."""
+
+
+def install() -> bool:
+    """Have PyMuPDF's table finder build its characters with :func:`make_chars`
+    when the installed PyMuPDF is one of :data:`VERIFIED` (a newer one may
+    build them otherwise); returns whether it did."""
+    if pymupdf.pymupdf_version not in VERIFIED:
+        return False
     ptable.make_chars = make_chars
+    return True
