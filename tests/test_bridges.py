@@ -189,7 +189,7 @@ def test_coverage_counts_each_question_word_once_at_its_best_page(chain_store: P
     overall" to the incident report's words; the pages' order does not
     matter; a page not read holds nothing."""
     page = {Path(d.uri).stem: f"{d.doc_id}:1" for d in chain_store.docs()}
-    cover = Coverage(QUESTION, chain_store.index.bm25_for, list(page.values()))
+    cover = Coverage(QUESTION, chain_store.index.bm25_each, list(page.values()))
     assert cover.words[:3] == ["length", "overall", "vessel"] and "the" not in cover.words
     incident, ship = page["ont_incident_ir_24_117"], page["corvassa_ardent_particulars"]
     length = cover.words.index("length")

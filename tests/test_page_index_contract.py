@@ -103,6 +103,21 @@ def test_bm25_scope_and_given_pages(page_index):
     assert given["bbbb:1"] == pytest.approx(full["bbbb:1"], rel=1e-5)
 
 
+def test_bm25_each_is_bm25_for_of_each_text(page_index):
+    _fill(page_index)
+    pages = ["aaaa:1", "aaaa:2", "bbbb:1", "cccc:1", "zzzz:9"]
+    texts = ["tallest", "building", "of the", "actress football", "qqqxyz"]
+    each = page_index.bm25_each(texts, pages)
+    assert len(each) == len(texts) and each[4] == {}  # a word no page holds
+    assert each[0]  # a word some page holds
+    for text, got in zip(texts, each):
+        alone = page_index.bm25_for(text, pages)
+        assert set(got) == set(alone)
+        for pid, score in alone.items():
+            assert got[pid] == pytest.approx(score, rel=1e-6)
+    assert page_index.bm25_each(texts, []) == [{}] * len(texts)
+
+
 def test_dense_top_scores_a_page_by_its_best_vector(page_index):
     _fill(page_index)
     q = unit(1)

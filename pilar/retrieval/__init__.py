@@ -119,6 +119,11 @@ class PageIndex(Protocol):
         match, and unknown ids, are absent)."""
         ...
 
+    def bm25_each(self, texts: list[str], page_ids: list[str]) -> list[dict[str, float]]:
+        """:meth:`bm25_for` of each of ``texts`` on ``page_ids``, in order
+        (one round trip for all on a server)."""
+        ...
+
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` for the ``n`` pages within ``scope`` whose
         best vector is nearest ``query`` (a ``(dim,)`` L2-normalised vector),

@@ -194,7 +194,7 @@ class BridgeExpander:
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
         self._kinds([p.page_id for p in starts], by_id, kinds)
         superseded = self._superseded(question, by_id, kinds)
-        memo = _Memo(coverage=Coverage(question, self.index.bm25_for, [
+        memo = _Memo(coverage=Coverage(question, self.index.bm25_each, [
             pid for pid, p in by_id.items() if not p.trace.get("expanded")]))
         beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0)
                       + s.chain_coverage * memo.coverage.of((p.page_id,)))

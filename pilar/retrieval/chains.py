@@ -151,18 +151,19 @@ class Coverage:
     named in the charter *headquartered*": the owner's company page, not
     the sister ship's particulars, which say "owners" again); the
     chain's score gains ``chain_coverage`` times it (complementary
-    evidence, PILAR §3.4 multi-hop profile). ``bm25_for(text, page_ids)``
-    is the page index's; one read per word for the shortlist, then per
-    :meth:`read`."""
+    evidence, PILAR §3.4 multi-hop profile). ``bm25_each(texts, page_ids)``
+    is the page index's (:meth:`~pilar.retrieval.PageIndex.bm25_each`):
+    one read of every word for the shortlist, then per :meth:`read`."""
 
-    def __init__(self, question: str, bm25_for: Callable[[str, list[str]], dict[str, float]],
+    def __init__(self, question: str,
+                 bm25_each: Callable[[list[str], list[str]], list[dict[str, float]]],
                  shortlist: list[str]):
         stems: dict[str, str] = {}
         for word in _WORD.findall(question):
             for stem in tokens(word)[:1]:
                 stems.setdefault(stem, word)
         self.words = list(stems.values())
-        self.bm25_for = bm25_for
+        self.bm25_each = bm25_each
         self.held: dict[str, np.ndarray] = {}
         self.read(shortlist)
         self.weight = np.maximum.reduce([self.held[pid] for pid in shortlist]) \
@@ -174,7 +175,7 @@ class Coverage:
         new = [pid for pid in dict.fromkeys(page_ids) if pid not in self.held]
         if not new or not self.words:
             return
-        found = [self.bm25_for(word, new) for word in self.words]
+        found = self.bm25_each(self.words, new)
         for pid in new:
             self.held[pid] = np.array([f.get(pid, 0.0) for f in found])
 

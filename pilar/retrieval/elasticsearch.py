@@ -355,31 +355,46 @@ class ElasticsearchPageIndex:
                          filter_path="hits.hits._id,hits.hits._score", **body)
         return [(h["_id"], h["_score"]) for h in res.get("hits", {}).get("hits", [])]
 
+    def bm25_each(self, texts: list[str], page_ids: list[str]) -> list[dict[str, float]]:
+        """:meth:`bm25_for` of each of ``texts``, in order, in two round trips
+        (one ``mtermvectors`` for their term statistics, one ``msearch``)
+        rather than two per text; the same scores."""
+        out: list[dict[str, float]] = [{} for _ in texts]
+        words = [query_terms(text) for text in texts]
+        asked = [i for i, terms in enumerate(words) if terms]
+        if not page_ids or not asked:
+            return out
+        res = self._call("read term statistics", self.client.mtermvectors, index=self.pages_alias,
+                         docs=[{"doc": {"text": " ".join(words[i])}, **_TERM_STATS}
+                               for i in asked])
+        searches, which = [], []
+        for i, found in zip(asked, res.get("docs", [])):
+            match = _clause(found.get("term_vectors", {}).get("text") or {})
+            if match is not None:
+                which.append(i)
+                searches += [{"index": self.pages_alias}, {
+                    "query": {"bool": {"must": [match],
+                                       "filter": [{"ids": {"values": list(page_ids)}}]}},
+                    "size": len(page_ids), "_source": False}]
+        if searches:
+            found = self._call("BM25 search", self.client.msearch, searches=searches,
+                               filter_path="responses.hits.hits._id,responses.hits.hits._score")
+            for i, r in zip(which, found.get("responses", [])):
+                out[i] = {h["_id"]: float(h["_score"]) for h in r.get("hits", {}).get("hits", [])}
+        return out
+
     def _match(self, question: str) -> dict | None:
         """The BM25 clause for ``question``: its content words
         (:func:`query_terms`, the terms the embedded index ORs) analysed as
-        the page text is, one ``term`` clause per analysed term boosted by
-        :func:`fts5_weight` (times its occurrences: FTS5 scores each OR-ed
-        word, two words of one stem twice), any of which may match; None when
-        no term is in the index. Term and page counts come from one
-        ``termvectors`` call on the question as an artificial document."""
+        the page text is (:func:`_clause`); None when no term is in the
+        index. Term and page counts come from one ``termvectors`` call on
+        the question as an artificial document."""
         terms = query_terms(question)
         if not terms:
             return None
         res = self._call("read term statistics", self.client.termvectors,
-                         index=self.pages_alias, doc={"text": " ".join(terms)}, fields=["text"],
-                         term_statistics=True, field_statistics=True, positions=False,
-                         offsets=False, payloads=False)
-        found = res.get("term_vectors", {}).get("text") or {}
-        doc_count = found.get("field_statistics", {}).get("doc_count", 0)
-        if not doc_count:
-            return None
-        clauses = [{"term": {"text": {"value": term, "boost": stats["term_freq"] * fts5_weight(
-                       stats["doc_freq"], doc_count)}}}
-                   for term, stats in found.get("terms", {}).items() if stats.get("doc_freq")]
-        if not clauses:
-            return None
-        return {"bool": {"should": clauses, "minimum_should_match": 1}}
+                         index=self.pages_alias, doc={"text": " ".join(terms)}, **_TERM_STATS)
+        return _clause(res.get("term_vectors", {}).get("text") or {})
 
     def bm25(self, question: str, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: bm25}`` for the ``n`` best pages within ``scope``, best
@@ -427,3 +442,25 @@ class ElasticsearchPageIndex:
                     query, len(chunk), [{"ids": {"values": chunk}}]), size=len(chunk)):
                 out[pid] = _cosine(s)
         return out
+
+
+_TERM_STATS = {"fields": ["text"], "term_statistics": True, "field_statistics": True,
+               "positions": False, "offsets": False, "payloads": False}
+"""What a ``termvectors`` read of a question's terms asks for."""
+
+
+def _clause(found: dict) -> dict | None:
+    """The BM25 clause of a question from its ``text`` term vectors read as
+    an artificial document (``found``): one ``term`` clause per analysed
+    term any page holds, boosted by :func:`fts5_weight` times its
+    occurrences (FTS5 scores each OR-ed word, two words of one stem twice),
+    any of which may match; None when no term is in the index."""
+    doc_count = found.get("field_statistics", {}).get("doc_count", 0)
+    if not doc_count:
+        return None
+    clauses = [{"term": {"text": {"value": term, "boost": stats["term_freq"] * fts5_weight(
+                   stats["doc_freq"], doc_count)}}}
+               for term, stats in found.get("terms", {}).items() if stats.get("doc_freq")]
+    if not clauses:
+        return None
+    return {"bool": {"should": clauses, "minimum_should_match": 1}}

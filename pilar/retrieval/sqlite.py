@@ -149,6 +149,10 @@ class SqlitePageIndex:
             (match, *page_ids)).fetchall()
         return {pid: float(s) for pid, s in rows}
 
+    def bm25_each(self, texts: list[str], page_ids: list[str]) -> list[dict[str, float]]:
+        """:meth:`bm25_for` of each of ``texts``, in order (one query each)."""
+        return [self.bm25_for(text, page_ids) for text in texts]
+
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` pages within ``scope`` whose best
         vector is nearest ``query`` (:class:`pilar.retrieval.dense.DenseSearch`)."""
