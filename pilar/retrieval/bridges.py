@@ -184,7 +184,8 @@ class BridgeExpander:
         names = [name for _, name in named]
         asks = set(qterms) - naming_words(question, names)
         specific = start_names(named)
-        raw = [p.trace.get("bm25_raw", 0.0) for p in by_id.values() if not p.trace.get("expanded")]
+        shortlist = [pid for pid, p in by_id.items() if not p.trace.get("expanded")]
+        raw = [by_id[pid].trace.get("bm25_raw", 0.0) for pid in shortlist]
         lo, hi = (min(raw), max(raw)) if raw else (0.0, 0.0)
         self._score(question, query, naming, by_id, scope, (lo, hi))
         starts = self._best(by_id.values(), set(), s.bridge_frontier)
@@ -194,13 +195,12 @@ class BridgeExpander:
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
         self._kinds([p.page_id for p in starts], by_id, kinds)
         superseded = self._superseded(question, by_id, kinds)
-        memo = _Memo(coverage=Coverage(question, self.index.bm25_each, [
-            pid for pid, p in by_id.items() if not p.trace.get("expanded")]))
+        memo = _Memo(coverage=Coverage(question, self.index.bm25_each, shortlist))
         beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0)
                       + s.chain_coverage * memo.coverage.of((p.page_id,)))
                 for p in starts]
         depths = [beam]
-        ends = self._ends(question, names, by_id, memo)
+        ends = self._ends(question, names, by_id, shortlist, memo)
         blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
             into: dict[str, list[str]] = {}
@@ -217,9 +217,10 @@ class BridgeExpander:
             bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
             reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
             self._score(question, query, reached, by_id, scope, (lo, hi))
-            self._kinds([pid for pid in reached if pid in by_id], by_id, kinds)
-            ends([pid for pid in reached if pid in by_id])
-            memo.coverage.read([pid for pid in reached if pid in by_id])
+            found = [pid for pid in reached if pid in by_id]
+            self._kinds(found, by_id, kinds)
+            ends(found)
+            memo.coverage.read(found)
             grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
             if not grown:
                 break
@@ -279,19 +280,18 @@ class BridgeExpander:
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
     def _ends(self, question: str, names: list[str], by_id: dict[str, RankedPage],
-              memo: _Memo):
+              shortlist: list[str], memo: _Memo):
         """A function filling ``memo.end`` for the page ids it is given: each
         page's relevance as a chain's last page, its hybrid score against
         :func:`~pilar.retrieval.naming.asked_text` (BM25 normalised over the
-        shortlist's range for that text; the page's own score when the
-        question names nothing)."""
+        range of the ``shortlist``'s page ids for that text; the page's own
+        score when the question names nothing)."""
         s, ask = self.s, asked_text(question, names)
         if not names or not tokens(ask):
             def fill(page_ids: list[str]) -> None:
                 memo.end.update((pid, by_id[pid].score) for pid in page_ids)
             return fill
         vector = self.hybrid.embedder.query(ask)
-        shortlist = [pid for pid, p in by_id.items() if not p.trace.get("expanded")]
         raw = list(self.index.bm25_for(ask, shortlist).values())
         lo, hi = (min(raw, default=0.0), max(raw, default=0.0))
 
