@@ -9,7 +9,6 @@ puts first (:func:`mark_bridging`), the rows a hop carries for a date
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,12 +19,11 @@ from pilar.ingest.dates import dates_in
 from pilar.ingest.quantities import is_measure
 from pilar.ingest.names import proper_name
 from pilar.model import RankedPage, Unit
+from pilar.parts import words
 from pilar.retrieval.terms import tokens
 
 __all__ = ["Chain", "Coverage", "Hop", "bridge_name", "dated_rows", "keep_chains",
            "mark_bridging"]
-
-_WORD = re.compile(r"\w+")
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -159,7 +157,7 @@ class Coverage:
                  bm25_each: Callable[[list[str], list[str]], list[dict[str, float]]],
                  shortlist: list[str]):
         stems: dict[str, str] = {}
-        for word in _WORD.findall(question):
+        for word in words(question):
             for stem in tokens(word)[:1]:
                 stems.setdefault(stem, word)
         self.words = list(stems.values())
