@@ -411,14 +411,9 @@ class ElasticsearchPageIndex:
         return {pid: float(s) for pid, s in self._hits("BM25 search", query=query, size=n)}
 
     def bm25_for(self, question: str, page_ids: list[str]) -> dict[str, float]:
-        if not page_ids:
-            return {}
-        match = self._match(question)
-        if match is None:
-            return {}
-        query = {"bool": {"must": [match], "filter": [{"ids": {"values": list(page_ids)}}]}}
-        return {pid: float(s) for pid, s in self._hits("BM25 search", query=query,
-                                                         size=len(page_ids))}
+        """``{page_id: bm25}`` of ``question`` on exactly ``page_ids`` (those
+        matching none of its terms absent): :meth:`bm25_each` of one text."""
+        return self.bm25_each([question], page_ids)[0]
 
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` nearest pages within ``scope``
