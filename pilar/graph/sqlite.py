@@ -343,13 +343,9 @@ class SqliteGraphStore:
                           collections: list[str] | None = None) -> list[Entity]:
         """Stored entities (of ``collections`` when given) whose name or
         aliases share words with ``name`` (full-text blocking for entity
-        linking, PILAR App. E.2), best first."""
-        match = _fts_or(name)
-        if not match:
-            return []
-        rows = self.db.conn.execute(sql.ENTITY_CANDIDATES, (
-            match, None if collections is None else json.dumps(list(collections)), limit))
-        return [_entity(r) for r in rows]
+        linking, PILAR App. E.2), best first: :meth:`entity_candidates_many`
+        of one name."""
+        return self.entity_candidates_many([name], limit, collections)[0]
 
     def entity_candidates_many(self, names: list[str], limit: int = 20,
                                collections: list[str] | None = None) -> list[list[Entity]]:
