@@ -91,7 +91,7 @@ from pilar.graph import GraphStore
 from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
-from pilar.retrieval.hybrid import HybridRetriever, beside, min_max
+from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
 from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, dated_rows,
                                     keep_chains, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
@@ -228,7 +228,7 @@ class BridgeExpander:
             depths.append(beam)
         hops = self._rank(depths, by_id, kinds, superseded)
         if keep is not None:
-            top = set(sorted(by_id, key=lambda pid: (-by_id[pid].score, pid))[:keep])
+            top = {p.page_id for p in best_first(by_id.values(), keep)}
             hops = {pid: h for pid, h in hops.items() if pid in top and h.source in top}
         return self._bridging_units(hops, qterms, query, memo)
 
@@ -362,9 +362,8 @@ class BridgeExpander:
             if beam[0].pages[: len(lead)] != lead:
                 break
             lead = beam[0].pages
-        order = {pid: n for n, pid in enumerate(
-            sorted(by_id, key=lambda pid: (-by_id[pid].score, pid))[: len(lead) + 1])}
-        while lead and any(pid not in order for pid in lead):
+        first = {p.page_id for p in best_first(by_id.values(), len(lead) + 1)}
+        while lead and any(pid not in first for pid in lead):
             lead = lead[:-1]  # only a chain that holds the first places is put in order
         slots = sorted((by_id[pid].score for pid in lead), reverse=True)
         for pid, value in zip(lead, slots):  # the lead chain's places, in reasoning order

@@ -34,7 +34,7 @@ from pilar.model import RankedPage, Scope
 from pilar.retrieval import PageIndex
 from pilar.retrieval.bridges import BridgeExpander
 from pilar.retrieval.chains import bridge_name, mark_bridging
-from pilar.retrieval.hybrid import HybridRetriever, beside
+from pilar.retrieval.hybrid import HybridRetriever, beside, best_first
 
 _DIGIT = re.compile(r"\d")
 _ACRONYM = re.compile(r"[A-Z]{2,6}")
@@ -147,7 +147,7 @@ class GraphRetriever:
                 p.trace["query_entities"] = [f"{name} ({eid})" for eid, name, _ in entities]
                 if hubs:
                     p.trace["hub_entities"] = [f"{name} ({eid})" for eid, name, _ in hubs]
-        ranked = sorted(by_id.values(), key=lambda p: (-p.score, p.page_id))[:k]
+        ranked = best_first(by_id.values(), k)
         if s.max_hops:
             mark_bridging(ranked, hops)
         return ranked

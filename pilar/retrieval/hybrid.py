@@ -15,7 +15,7 @@ a round trip, and the searches' latency is their longest chain, not their sum.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
@@ -42,6 +42,12 @@ def beside(fn: Callable, *args) -> Iterator[Future]:
         yield future
     finally:
         wait([future])
+
+
+def best_first(pages: Iterable[RankedPage], k: int | None = None) -> list[RankedPage]:
+    """``pages`` best score first, ties by page id: the order a search
+    returns them in; the first ``k`` (all when None)."""
+    return sorted(pages, key=lambda p: (-p.score, p.page_id))[:k]
 
 
 def min_max(scores: dict[str, float]) -> dict[str, float]:
