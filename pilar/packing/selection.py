@@ -69,6 +69,16 @@ def _table_of(u: Unit) -> TableKey | None:
     return table_key(u) if len(u.cells) > 1 else None
 
 
+def _on_top(first: list[ScoredUnit], scored: list[ScoredUnit], limit: int
+            ) -> list[ScoredUnit]:
+    """``first`` (in their order, scored just above the best of ``scored``)
+    then the units of ``scored`` not among them; at most ``limit``."""
+    top = scored[0].score if scored else 0.0
+    taken = {su.unit.unit_id for su in first}
+    lifted = [replace(su, score=top + 1e-3 * (len(first) - i)) for i, su in enumerate(first)]
+    return (lifted + [s for s in scored if s.unit.unit_id not in taken])[:limit]
+
+
 def _by_page_in_turn(scored: list[ScoredUnit]) -> list[ScoredUnit]:
     """``scored`` reordered page by page in turn (each anchor page's best
     unit in page order, then each one's second...), scores rewritten to
@@ -211,10 +221,7 @@ class UnitSelector:
                 best.setdefault(su.page_rank, su)
         first = [su for rank in sorted(set(by_page) | set(best))
                  for su in [*by_page.get(rank, ()), *([best[rank]] if rank in best else [])]]
-        taken = {su.unit.unit_id for su in first}
-        top = scored[0].score if scored else 0.0
-        lifted = [replace(su, score=top + 1e-3 * (len(first) - i)) for i, su in enumerate(first)]
-        return (lifted + [s for s in scored if s.unit.unit_id not in taken])[: self.prefilter]
+        return _on_top(first, scored, self.prefilter)
 
     def _key_scores(self, units: list[Unit], lexical: np.ndarray,
                     idf: dict[str, float]) -> np.ndarray:
@@ -277,10 +284,8 @@ class UnitSelector:
         ids = {u.unit_id for u in cues}
         where = {u.unit_id: (rank, float(lexical[i])) for i, (rank, u) in enumerate(units)
                  if u.unit_id in ids}
-        top = scored[0].score if scored else 0.0
-        lifted = [ScoredUnit(u, where[u.unit_id][1], top + 1e-3 * (len(cues) - i),
-                             where[u.unit_id][0]) for i, u in enumerate(cues)]
-        return (lifted + [s for s in scored if s.unit.unit_id not in ids])[: self.prefilter]
+        return _on_top([ScoredUnit(u, where[u.unit_id][1], 0.0, where[u.unit_id][0])
+                        for u in cues], scored, self.prefilter)
 
     def _rerank(self, question: str, units: list[Unit], lexical: np.ndarray,
                 facts: list[PageFacts]) -> np.ndarray:
