@@ -7,6 +7,8 @@ counted line by line equals its count as a whole."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -132,3 +134,21 @@ def test_a_page_cache_makes_young_collections_rarer():
         assert gc.get_threshold() == (50_000, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+def test_token_counting_does_not_wait_for_the_embedding(ingested: Pilar):
+    """An ingest counts a batch's tokens while the next batch is embedded
+    under the embedder's lock: the packaged model's counting tokenizer is
+    thread-safe on its own, so counting must not take that lock."""
+    counter = TokenCounter.of(ingested.settings, ingested.embedder)
+    assert counter.estimate  # no reader tokenizer configured: the embedder's stands in
+    counted = []
+    with ingested.embedder.lock:  # an embedding in progress on another thread
+        worker = threading.Thread(
+            target=lambda: counted.append(counter.count_many(["Kanpur tallest building"])))
+        worker.start()
+        worker.join(timeout=10)
+        assert not worker.is_alive(), "token counting waited for the embedder's lock"
+    assert counted == [[len(ingested.embedder.tokenizer(
+        "Kanpur tallest building", add_special_tokens=False)["input_ids"])]]
+    assert counted[0][0] >= 3

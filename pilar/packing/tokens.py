@@ -49,7 +49,7 @@ class TokenCounter:
         extractor's), falling back to ``embedder``'s tokenizer."""
         s = settings
         return cls.for_reader(s.reader_tokenizer or s.reader_model or s.llm_model,
-                              embedder.tokenizer, s.embedding_model, embedder.lock)
+                              embedder.tokenizer, s.embedding_model, embedder.tokenizer_lock)
 
     @classmethod
     def for_reader(cls, reader_model: str | None, fallback_tokenizer, fallback_name: str,

@@ -174,7 +174,8 @@ class Embedder:
         self._queries: dict[str, np.ndarray] = {}
         # one use of the model at a time: the fast tokenizer is not reentrant
         # across threads and encode() changes max_seq_length while it runs;
-        # whoever else calls the tokenizer (token counting) holds it too
+        # whoever else calls the model's tokenizer (token counting) holds it
+        # too (:attr:`tokenizer_lock`)
         self.lock = threading.RLock()
 
     @classmethod
@@ -238,6 +239,15 @@ class Embedder:
             return CountingTokenizer(ModelLayout.read(resolve_model_path(self.model_name)))
         except QueryEncoderError:
             return self.model.tokenizer
+
+    @property
+    def tokenizer_lock(self) -> "threading.RLock | None":
+        """The lock a caller of :attr:`tokenizer` holds: None when it is
+        thread-safe on its own (a :class:`~pilar.retrieval.query_encoder.CountingTokenizer`,
+        apart from the encoders': an ingest's token counting then runs
+        while the next batch is embedded), else :attr:`lock` (the model's
+        tokenizer, whose settings :meth:`encode` changes)."""
+        return None if isinstance(self.tokenizer, CountingTokenizer) else self.lock
 
     @property
     def query_encoder(self) -> OnnxQueryEncoder | None:
