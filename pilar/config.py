@@ -162,9 +162,9 @@ class Settings(BaseSettings):
     bridge_frontier: int = Field(3, ge=1, description="chains start from this many best "
                                  "documents, and as many of the best naming the question's "
                                  "entities")
-    bridge_units: int = Field(12, ge=1, description="units of a chain's last page whose entities "
-                              "are bridge candidates (the most relevant, and as many naming the "
-                              "bridge that reached it)")
+    bridge_units: int = Field(10, ge=1, description="units of a chain's last page whose entities "
+                              "are bridge candidates (the most relevant of those that can lead "
+                              "on, and as many naming the bridge that reached it)")
     bridge_beam: int = Field(12, ge=1, description="chains kept after each hop")
     bridge_paths: int = Field(6, ge=0, description="of the bridge_beam chains kept after a hop, "
                               "how many are the best by their links alone (first page and "

@@ -14,7 +14,7 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.chains import Chain, Coverage, keep_chains, start_names
+from pilar.retrieval.chains import Chain, Coverage, keep_chains, may_lead, start_names
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -322,3 +322,16 @@ def test_a_hop_carries_the_row_of_the_day_its_source_record_gives(shared_data: P
             if u.support_id in log.bridging and len(u.cells) > 2]
     assert [u.cells[:2] for u in rows] == [("2024-06-13", "WO-55812")]
     assert "WO-55812" in hit.packet.text
+
+
+def test_only_a_unit_naming_something_to_follow_is_an_anchor(shared_data: Path):
+    # the incident report's account names the reporter by initials (HPD, the roster's
+    # key) and is an anchor; the sentence on sharing the findings "with all crews" is
+    # close to a question about crews but names nothing a chain could follow
+    units = parse(shared_data / "multihop2" / "ont_incident_ir_24_142.html").units
+    account = next(u for u in units if "reported by HPD" in u.text)
+    findings = next(u for u in units if u.text.startswith("The findings were shared"))
+    assert may_lead(account) and not may_lead(findings)
+    assert all(may_lead(u) for u in units if len(u.cells) > 1)  # every row: its cells
+    assert [u.text for u in units if not u.cells and may_lead(u)][:2] == [
+        "Norrhavn Terminal Operations AS · HSE · updated 15 July 2024", account.text]

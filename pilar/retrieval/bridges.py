@@ -16,6 +16,9 @@ hop grows every chain of the beam by one page:
 1. *anchors*: the units of each chain's last page whose entities may lead
    on: the ``bridge_units`` most relevant to the question (0.5 BM25 over the
    page's units, min-max normalised, + 0.5 cosine of the unit's run vector)
+   of those that can lead on (:func:`~pilar.retrieval.chains.may_lead`: a
+   table row, or text naming a code or a proper name; a sentence naming
+   neither would only take a place)
    and as many of those naming the entity that brought the page (the
    question's names on a start), whatever their relevance, and on a page
    a bridge reached every unit on that bridge (the fields of the record
@@ -93,7 +96,7 @@ from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
 from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, dated_rows,
-                                    keep_chains, start_names)
+                                    keep_chains, may_lead, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -114,6 +117,7 @@ class _Memo:
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
+    leads: dict[str, bool] = field(default_factory=dict)
     coverage: Coverage | None = None
 
 
@@ -416,7 +420,8 @@ class BridgeExpander:
                  on: dict[str, set[str]]) -> dict[str, tuple[float, str, Unit]]:
         """``{support_id: (relevance 0-1, page_id, unit)}``: the units of each
         frontier page a hop starts from (step 1 of the module docstring):
-        the ``bridge_units`` most relevant, as many of those naming an
+        the ``bridge_units`` most relevant of those that :func:`may_lead`,
+        as many of those naming an
         entity of ``into[page_id]`` (the bridges that brought the page, the
         question's names for a start), whatever their relevance, and every
         unit of ``on[page_id]`` (the units on the bridge of a page a bridge
@@ -438,7 +443,10 @@ class BridgeExpander:
                     bridging.append((rel, u.support_id, u))
                 elif u.support_id in held:
                     out[u.support_id] = (rel, page.page_id, u)
-                scored.append((rel, u.support_id, u))
+                if u.support_id not in memo.leads:
+                    memo.leads[u.support_id] = may_lead(u)
+                if memo.leads[u.support_id]:
+                    scored.append((rel, u.support_id, u))
             for rows in (scored, bridging):
                 rows.sort(key=lambda t: (-t[0], t[1]))
                 for rel, sid, u in rows[: self.s.bridge_units]:

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pilar.ingest.codes import is_code
+from pilar.ingest.codes import codes, is_code
 from pilar.ingest.dates import dates_in
 from pilar.ingest.quantities import is_measure
-from pilar.ingest.names import proper_name
+from pilar.ingest.names import capitalised_spans, proper_name
 from pilar.model import RankedPage, Unit
 from pilar.parts import words
 from pilar.retrieval.terms import tokens
 
 __all__ = ["Chain", "Coverage", "Hop", "bridge_name", "dated_rows", "keep_chains",
-           "mark_bridging"]
+           "mark_bridging", "may_lead"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -50,6 +50,15 @@ def bridge_name(entity_id: str, name: str) -> bool:
     (:mod:`pilar.ingest.quantities`: a value linked to the range holding
     it), or a proper name of two or more words?"""
     return is_code(entity_id) or is_measure(entity_id) or proper_name(name)
+
+
+def may_lead(unit: Unit) -> bool:
+    """Can ``unit`` be a chain's way on: a table row (its cells hold codes,
+    names and values), or text holding a code or a proper name of two or
+    more words (:func:`bridge_name`'s kinds; a sentence with neither, "the
+    findings were shared with all crews", names nothing to follow)?"""
+    return len(unit.cells) > 1 or bool(codes(unit.text)) or any(
+        proper_name(surface) for surface, _, _ in capitalised_spans(unit.text))
 
 
 def start_names(named: list[tuple[str, str]]) -> list[str]:
