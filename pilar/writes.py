@@ -5,9 +5,8 @@ Writes follow DESIGN.md's protocol for two separate stores, for a batch of
 documents at once (:meth:`DocumentWriter.store_many`): the graph records
 them ``pending`` (one write), the index takes all their pages (one bulk
 write and one refresh on Elasticsearch), then the graph takes all their
-layers and sets them ``ready`` (the visibility switch every read honours:
-every document of the batch appears at once, whole; on Neo4j the layers go
-in concurrent transactions under ``pending``, then one sets ``ready``); a failed
+layers with status ``ready`` in one transaction (the visibility switch every
+read honours: every document of the batch appears at once, whole); a failed
 write removes what it wrote and each document is tried again alone, and
 documents left ``pending`` or ``deleting`` by a crash are removed by the
 next ingest (one writer at a time, :meth:`DocumentWriter.recover`), after
@@ -71,11 +70,10 @@ class DocumentWriter:
         """Write a batch of parsed documents, each with its page vectors and
         unit ids, to index and graph together (see the module docstring):
         all recorded ``pending`` in one graph write, all their pages in one
-        index write (one refresh), all their layers then ``ready`` in the
-        graph (:meth:`~pilar.graph.GraphStore.write_documents`), then the
-        versions they replace removed. Per item, in order: True when it
-        replaced an older version at the same uri, False when new, or the
-        exception it failed with. When the batch write fails
+        index write (one refresh), all their layers ``ready`` in one graph
+        transaction, then the versions they replace removed. Per item, in
+        order: True when it replaced an older version at the same uri, False
+        when new, or the exception it failed with. When the batch write fails
         its documents are removed and each is written again alone, so one bad
         document fails by itself. A :class:`~pilar.errors.ConfigError` or an
         interrupt (``BaseException``) is raised, after the clean-up."""

@@ -101,12 +101,10 @@ class GraphStore(Protocol):
         ...
     def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
         """:meth:`write_document` for every ``(parsed, replaces)`` of
-        ``items`` together (all of them visible, ``ready``, or none: the
-        write protocol's visibility switch for a batch of documents; one
-        transaction on the embedded store, concurrent ones on Neo4j whose
-        failure can leave hidden layers under ``pending`` documents for
-        the writer to remove; ``ingested_at`` increasing in ``items``
-        order). Returns the stored Documents in order."""
+        ``items`` in one transaction (all of them visible, ``ready``, or none:
+        the write protocol's visibility switch for a batch of documents;
+        ``ingested_at`` increasing in ``items`` order). Returns the stored
+        Documents in order."""
         ...
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document, its layers and the entities no other document

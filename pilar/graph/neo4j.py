@@ -4,23 +4,19 @@ Layers as in DESIGN.md: (:Document), (:Page)-[:IN_DOCUMENT]->(:Document),
 (:Page)-[:NEXT]->(:Page), (:Support)-[:HAS_PROVENANCE]->(:Provenance)
 -[:ON_PAGE]->(:Page), (:Unit)-[:DERIVED_FROM]->(:Support), (:TableGrid), and
 with the assertion graph (:Assertion), (:Entity). A batch of documents is
-written with UNWIND batches of thousands of rows (every layer of many
-documents together) in managed write transactions (the driver retries
-transient failures, then the error surfaces as a
-:class:`~pilar.errors.StoreError`): a few groups of its documents
-concurrently, made visible together by a last one that sets their status
-(:meth:`Neo4jGraphStore.write_documents`), so each document is visible
-whole or not at all. The Cypher is in :mod:`pilar.graph.neo4j_cypher`, the rows it sends and
+written with UNWIND batches of thousands of rows (every layer of all its
+documents together) inside ONE managed write transaction (the driver
+retries transient failures, then the error surfaces as a
+:class:`~pilar.errors.StoreError`), so each document is visible whole or
+not at all. The Cypher is in :mod:`pilar.graph.neo4j_cypher`, the rows it sends and
 reads in :mod:`pilar.graph.neo4j_rows`, the schema in ``migrations/neo4j``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from functools import partial
 from typing import Any
 
 from pilar.errors import StoreError
@@ -28,8 +24,7 @@ from pilar.graph import add_expansion_rows, ingest_times
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
 from pilar.graph.neo4j_rows import (Rows, assertion_of, batch_rows, batches, document_of,
-                                    entity_of, shared_entity_rows, split_groups, stats_row,
-                                    support_of, unit_of)
+                                    entity_of, stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
 from pilar.parts import words as split_words
@@ -47,21 +42,17 @@ def _fulltext_query(name: str) -> str | None:
 class Neo4jGraphStore:
     """GraphStore on a Neo4j 5 server (see :class:`pilar.graph.GraphStore`).
 
-    ``uri`` is a bolt/neo4j URI; ``auth`` a ``(user, password)`` pair or None;
-    ``writers`` the concurrent transactions a batch of documents is written
-    in (:meth:`write_documents`; about the server's cores). Applies pending
-    migrations on open. Raises :class:`StoreError` if the server cannot be
-    reached.
+    ``uri`` is a bolt/neo4j URI; ``auth`` a ``(user, password)`` pair or None.
+    Applies pending migrations on open. Raises :class:`StoreError` if the
+    server cannot be reached.
     """
 
     name = "neo4j"
 
-    def __init__(self, uri: str, auth: tuple[str, str] | None = None, database: str | None = None,
-                 writers: int = 2):
+    def __init__(self, uri: str, auth: tuple[str, str] | None = None, database: str | None = None):
         import neo4j
 
         self._neo4j = neo4j
-        self.writers = writers
         self.uri = uri
         self.database = database
         try:
@@ -238,81 +229,30 @@ class Neo4jGraphStore:
         return self.write_documents([(parsed, list(replaces))])[0]
 
     def write_documents(self, items: list[tuple[ParsedDocument, list[str]]]) -> list[Document]:
-        """Write every ``(parsed, replaces)`` of ``items``, all of them
-        visible (``ready``) at once or none, each layer of many documents as
-        ``UNWIND`` batches of up to :data:`~pilar.graph.neo4j_rows.BATCH`
-        rows. Documents that replace nothing go as :attr:`writers` groups
-        (:func:`~pilar.graph.neo4j_rows.split_groups`) in concurrent
-        transactions, so the server commits on several cores: one
-        transaction records them ``pending`` and MERGEs the entities more
-        than one group uses (:func:`~pilar.graph.neo4j_rows.shared_entity_rows`),
-        then each group's layers go in a transaction of its own (a deadlock
-        is retried by the driver), then one sets them ``ready``
-        (:meth:`_set_ready`). One document, or a batch that replaces older
-        ones, goes as ONE transaction: the replaced documents lose their
-        layers and become ``deleting``, then the layers with status
-        ``ready``. Returns the stored Documents in order. Raises
-        :class:`StoreError`: nothing is ready; a group that failed wrote
-        nothing, the others' layers stay hidden under ``pending`` documents
-        (:class:`~pilar.writes.DocumentWriter` removes them, as the next
-        ingest does after a crash)."""
+        """Write every ``(parsed, replaces)`` of ``items`` with status
+        ``ready`` in ONE managed transaction: first the documents each
+        replaces lose their layers and become ``deleting``, then each layer
+        of all documents together as ``UNWIND`` batches of up to
+        :data:`~pilar.graph.neo4j_rows.BATCH` rows (a few statements per
+        batch of documents, not per document). Returns the stored Documents
+        in order. Raises :class:`StoreError` (nothing of the batch written)."""
         docs = [parsed.document for parsed, _ in items]
         for doc, at in zip(docs, ingest_times(len(docs))):
             doc.status, doc.ingested_at = "ready", at
-        parsed_docs = [parsed for parsed, _ in items]
+        layers = batch_rows([parsed for parsed, _ in items])
         replaced = [old for _, olds in items for old in olds]
-        groups = split_groups(parsed_docs, 1 if replaced else self.writers)
-        if len(groups) > 1:
-            self._write_groups(docs, groups, parsed_docs)
-            return docs
-        layers = batch_rows(parsed_docs)
 
         def work(tx):
             for old in replaced:
                 self._delete_in(tx, old, keep_node=True)
                 tx.run(cy.SET_STATUS, doc_id=old, status="deleting").consume()
             tx.run(cy.WRITE_DOCUMENTS, rows=Rows(to_jsonable(d) for d in docs)).consume()
-            self._write_layers(tx, layers)
+            for query, rows in layers:
+                for batch in batches(rows):
+                    tx.run(query, rows=batch).consume()
 
         self._write(work)
         return docs
-
-    def _write_groups(self, docs: list[Document], groups: list[list[ParsedDocument]],
-                      parsed: list[ParsedDocument]) -> None:
-        """The concurrent form of :meth:`write_documents` for ``docs``, whose
-        parsed documents are ``parsed`` (in order), split in ``groups``:
-        ``pending`` and shared entities,
-        each group's layers in a thread of its own (its rows built before it
-        starts, the next group's while it runs), then ``ready``."""
-        pending = Rows({**to_jsonable(d), "status": "pending"} for d in docs)
-        shared = shared_entity_rows(groups, parsed)
-
-        def first(tx):
-            tx.run(cy.WRITE_DOCUMENTS, rows=pending).consume()
-            for batch in batches(shared):
-                tx.run(cy.WRITE_ENTITIES, rows=batch).consume()
-
-        self._write(first)
-        with ThreadPoolExecutor(len(groups)) as pool:
-            futures = [pool.submit(self._write, partial(self._write_layers, layers=batch_rows(g)))
-                       for g in groups]
-        for future in futures:
-            future.result()
-        self._set_ready(docs)
-
-    def _set_ready(self, docs: list[Document]) -> None:
-        """The last step of :meth:`_write_groups`: ``docs`` (with their
-        layers written) become ``ready``, together, in one transaction."""
-        self._write(lambda tx: tx.run(cy.WRITE_DOCUMENTS,
-                                      rows=Rows(to_jsonable(d) for d in docs)).consume())
-
-    @staticmethod
-    def _write_layers(tx, layers: list[tuple[str, list]]) -> None:
-        """Run each ``(query, rows)`` of ``layers`` in ``tx``, in
-        :func:`~pilar.graph.neo4j_rows.batches` of rows."""
-        for query, rows in layers:
-            for batch in batches(rows):
-                tx.run(query, rows=batch).consume()
 
     def entity_candidates(self, name: str, limit: int = 20,
                           collections: list[str] | None = None) -> list[Entity]:

@@ -90,50 +90,6 @@ def batch_rows(docs: list[ParsedDocument]) -> list[tuple[str, list]]:
     return merged
 
 
-def entity_row(e: Entity, mentions: list[str]) -> dict[str, Any]:
-    """A row of :data:`~pilar.graph.neo4j_cypher.WRITE_ENTITIES`: the
-    entity's fields, its aliases sorted (and as text), the support ids it
-    is mentioned on."""
-    aliases = sorted(set(e.aliases))
-    return {"entity_id": e.entity_id, "name": e.name, "type": e.type,
-            "collection": e.collection, "aliases": aliases, "aliases_text": " ".join(aliases),
-            "mentions": mentions}
-
-
-def split_groups(docs: list[ParsedDocument], n: int) -> list[list[ParsedDocument]]:
-    """``docs`` in at most ``n`` groups of about equal rows (supports,
-    units, assertions and entities; the largest document first into the
-    lightest group), each in ``docs`` order; no empty group."""
-    def rows(parsed: ParsedDocument) -> int:
-        return (len(parsed.supports) + len(parsed.units) + len(parsed.assertions)
-                + len(parsed.entities))
-
-    members: list[list[int]] = [[] for _ in range(min(n, len(docs)))]
-    load = [0] * len(members)
-    for i in sorted(range(len(docs)), key=lambda i: -rows(docs[i])):
-        lightest = load.index(min(load))
-        members[lightest].append(i)
-        load[lightest] += rows(docs[i])
-    return [[docs[i] for i in sorted(group)] for group in members if group]
-
-
-def shared_entity_rows(groups: list[list[ParsedDocument]],
-                       docs: list[ParsedDocument]) -> Rows:
-    """The :data:`~pilar.graph.neo4j_cypher.WRITE_ENTITIES` rows, without
-    mentions, of every entity record of ``docs`` (in order) whose entity
-    the documents of more than one of ``groups`` use: what one transaction
-    MERGEs before the groups are written concurrently, so that each group
-    finds them (the same nodes, names and aliases as one transaction of
-    all ``docs`` gives) and none waits on another's lock to create one."""
-    groups_of: dict[str, set[int]] = {}
-    for g, group in enumerate(groups):
-        for parsed in group:
-            for e in parsed.entities:
-                groups_of.setdefault(e.entity_id, set()).add(g)
-    return Rows(entity_row(e, []) for parsed in docs for e in parsed.entities
-                if len(groups_of[e.entity_id]) > 1)
-
-
 def document_rows(parsed: ParsedDocument) -> list[tuple[str, list]]:
     """``(query, rows)`` of every layer of ``parsed`` after its Document
     node, in write order (pages before what points at them; the shapes of
@@ -166,7 +122,10 @@ def document_rows(parsed: ParsedDocument) -> list[tuple[str, list]]:
     for e in parsed.entities:
         mentions = [sid for sid in dict.fromkeys(e.mentions) if (e.entity_id, sid) not in mentioned]
         mentioned.update((e.entity_id, sid) for sid in mentions)
-        entities.append(entity_row(e, mentions))
+        entities.append({"entity_id": e.entity_id, "name": e.name, "type": e.type,
+                         "collection": e.collection, "aliases": sorted(set(e.aliases)),
+                         "aliases_text": " ".join(sorted(set(e.aliases))),
+                         "mentions": mentions})
     assertions = [{"props": {"assertion_id": a.assertion_id, "doc_id": a.doc_id,
                              "subject": a.subject, "predicate": a.predicate, "object": a.object,
                              "modality": a.modality,
