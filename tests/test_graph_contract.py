@@ -96,6 +96,20 @@ def test_replace_and_delete_keep_entities_other_documents_use(graph_store):
     assert (stats["entities"], stats["assertions"]) == (len(c.entities), len(c.assertions))
 
 
+def test_a_batch_stores_a_shared_entity_once_with_each_alias_once(graph_store):
+    docs = [_with_graph(parse(CORPUS / name), ["Ratan Planet"])
+            for name in ("204-541.html", "204-268.html", "204-903.html")]
+    for parsed in docs[1:]:  # two later documents bring the same new alias
+        parsed.entities = [dataclasses.replace(e, aliases=("Ratan",)) for e in parsed.entities]
+    graph_store.write_documents([(parsed, []) for parsed in docs])
+    [entity] = graph_store.get_entities(["person:ratan planet"]).values()
+    assert sorted(entity.aliases) == ["Planet", "Ratan"]
+    stats = graph_store.stats()
+    assert (stats["documents"], stats["entities"], stats["MENTIONED_IN"], stats["SUBJECT_OF"]) == (
+        3, 1, 3, 3)
+    assert [d.status for d in graph_store.documents(statuses=None)] == ["ready"] * 3
+
+
 def test_entity_candidates_match_names_and_aliases(graph_store):
     graph_store.write_document(_with_graph(parse(CORPUS / "204-541.html"), ["Ratan Planet"]))
     assert [e.entity_id for e in graph_store.entity_candidates("planet")] == ["person:ratan planet"]

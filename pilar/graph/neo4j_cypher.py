@@ -104,9 +104,10 @@ UNWIND $rows AS row
 MERGE (e:Entity {entity_id: row.entity_id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.aliases = row.aliases,
               e.aliases_text = row.aliases_text, e.collection = row.collection
-WITH e, row, [a IN row.aliases WHERE NOT a IN e.aliases] AS more
-CALL (e, more) {
-  WITH e, e.aliases + more AS aliases WHERE size(more) > 0
+WITH e, row
+CALL (e, row) {
+  WITH e, [a IN row.aliases WHERE NOT a IN e.aliases] AS more WHERE size(more) > 0
+  WITH e, e.aliases + more AS aliases
   SET e.aliases = aliases, e.aliases_text = reduce(t = '', a IN aliases | t + ' ' + a)
 }
 CALL (e, row) {
