@@ -117,7 +117,6 @@ class _Memo:
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
-    leads: dict[str, bool] = field(default_factory=dict)
     coverage: Coverage | None = None
 
 
@@ -443,9 +442,7 @@ class BridgeExpander:
                     bridging.append((rel, u.support_id, u))
                 elif u.support_id in held:
                     out[u.support_id] = (rel, page.page_id, u)
-                if u.support_id not in memo.leads:
-                    memo.leads[u.support_id] = may_lead(u)
-                if memo.leads[u.support_id]:
+                if may_lead(u):
                     scored.append((rel, u.support_id, u))
             for rows in (scored, bridging):
                 rows.sort(key=lambda t: (-t[0], t[1]))
