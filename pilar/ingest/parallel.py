@@ -81,6 +81,7 @@ from pebble import ProcessExpired, ProcessPool
 
 from pilar.config import Settings
 from pilar.errors import ConfigError, IngestCancelled, IngestError, PilarError
+from pilar.ingest.heap import resident
 from pilar.ingest.limits import human_bytes, out_of_memory
 from pilar.model import ParsedDocument
 
@@ -248,19 +249,13 @@ def _start_worker(queue) -> None:
     _page_queue = queue
 
 
-def _resident() -> int:
-    """Bytes of this process resident in memory now (VmRSS)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
-
-
 def _limit_memory(budget: int | None) -> None:
     """Let this process's resident size grow by at most ``budget`` bytes from
     now: its address space (soft ``RLIMIT_AS``, never smaller than what is
     resident) is capped at the resident size plus ``budget``. ``None`` lifts
     the limit (back to the hard one)."""
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = hard if budget is None else _resident() + budget
+    soft = hard if budget is None else resident() + budget
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
