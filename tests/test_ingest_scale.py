@@ -156,7 +156,12 @@ def test_an_ingest_told_to_stop_or_cancel_keeps_exactly_what_it_reported(tmp_pat
     html = sorted(CORPUS.glob("*.html"))
     empty = tmp_path / "empty.html"
     empty.write_bytes(b"")
-    files = [html[0], empty, *html[1:8]]  # the empty file stores the first one at once
+    small = []  # more files than the parse workers take ahead (parallel.parse_many)
+    for i in range(40):
+        small.append(tmp_path / f"small-{i}.html")
+        small[-1].write_text(f"<html><body><h1>Page {i}</h1><p>Small page number {i}.</p>"
+                             "</body></html>")
+    files = [html[0], empty, *html[1:8], *small]  # the empty file stores the first one at once
     p = Pilar(home=tmp_path / "home")
     stop = threading.Event()
     results = p.ingest_job(files, "default", lambda r: stop.set(), stop=stop)

@@ -101,15 +101,18 @@ class Block:
     extra: dict = field(default_factory=dict)
 
 
-def extract_lines(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Line]:
-    """Text lines of ``page`` from ``get_text("dict")`` (no image payloads).
+def extract_lines(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None,
+                  blocks: list[dict] | None = None) -> list[Line]:
+    """Text lines of ``page`` from ``get_text("dict")`` (no image payloads),
+    or from its ``blocks`` when the caller read them already.
 
     Empty lines are dropped; the text is normalised but hyphens kept (they
     are joined in :func:`join_lines`).
     """
     out: list[Line] = []
-    d = page.get_text("dict", flags=TEXT_FLAGS, textpage=textpage)
-    for bno, block in enumerate(d["blocks"]):
+    if blocks is None:
+        blocks = page.get_text("dict", flags=TEXT_FLAGS, textpage=textpage)["blocks"]
+    for bno, block in enumerate(blocks):
         for lno, line in enumerate(block.get("lines", ())):
             spans = line["spans"]
             text = "".join(s["text"] for s in spans)

@@ -66,11 +66,12 @@ class DocState:
     figures_ocrd: int = 0
 
 
-def _natural_angle(page: pymupdf.Page, textpage: pymupdf.TextPage) -> int | None:
+def _natural_angle(blocks: list[dict]) -> int | None:
     """The rotation that makes the page's dominant text run left to right,
-    from the characters per line direction (``None`` without text)."""
+    from the characters per line direction of the text page's ``dict``
+    ``blocks`` (``None`` without text)."""
     weight: dict[int, int] = {}
-    for block in textpage.extractDICT()["blocks"]:
+    for block in blocks:
         for line in block.get("lines", ()):
             d = (round(line["dir"][0]), round(line["dir"][1]))
             angle = _DIR_ANGLE.get(d)
@@ -129,18 +130,20 @@ def parse_page(page: pymupdf.Page, analyser: LayoutAnalyser | None, settings: Se
     out = PageParse(number, round(shown.width, 2), round(shown.height, 2))
     textpage = page.get_textpage(flags=TEXT_FLAGS)
     check_chars(number, text_chars(textpage), settings)  # before anything is built from it
-    angle = _natural_angle(page, textpage)
+    blocks = textpage.extractDICT()["blocks"]
+    angle = _natural_angle(blocks)
     frame = orig_rot if angle is None else angle
     if frame != orig_rot:
         page.set_rotation(frame)
         page = page.parent.reload_page(page)
         textpage = page.get_textpage(flags=TEXT_FLAGS)
+        blocks = None
     to_natural = page.rotation_matrix
     identity = frame == 0
     back = ~to_natural * to_orig
     out.to_display = None if (identity and orig_rot == 0) else back
 
-    lines = extract_lines(page, textpage)
+    lines = extract_lines(page, textpage, blocks)
     words = page.get_text("words", flags=TEXT_FLAGS, textpage=textpage)
     drawings = page.get_drawings()
     images = page.get_image_info()

@@ -132,12 +132,15 @@ def shared_encoder(layout: ModelLayout, path: Path) -> OnnxQueryEncoder:
     """The ONNX Runtime encoder of the model file ``path`` cutting texts at
     ``layout.max_seq_length`` tokens, one per process for every embedder
     (a session holds the model's weights, about 90 MB in float32: a test
-    run or a server opening many stores must not hold one per store).
+    run or a server opening many stores must not hold one per store); the
+    encoders of one file at several cuts share one session.
     Raises what :class:`OnnxQueryEncoder` raises."""
     key = (str(path), layout.max_seq_length)
     with _ENCODERS_LOCK:
         if key not in _ENCODERS:
-            _ENCODERS[key] = OnnxQueryEncoder(layout, path)
+            # another cut of the same file shares its session (0.25 s and its weights)
+            twin = next((e for (p, _), e in _ENCODERS.items() if p == key[0]), None)
+            _ENCODERS[key] = OnnxQueryEncoder(layout, path, twin.session if twin else None)
         return _ENCODERS[key]
 
 

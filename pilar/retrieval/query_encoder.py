@@ -270,30 +270,37 @@ class OnnxQueryEncoder:
     calling thread, so concurrent requests do not oversubscribe the cores.
     Thread-safe.
 
+    ``session``, when given, is an open session of the same file to use
+    (the cut is the tokenizer's, not the session's).
+
     Raises :class:`QueryEncoderError` when onnxruntime is not installed or
     the file does not load."""
 
-    def __init__(self, layout: ModelLayout, path: Path):
+    def __init__(self, layout: ModelLayout, path: Path, session=None):
         try:
             import onnxruntime as ort
         except ImportError:
             raise QueryEncoderError("onnxruntime is not installed") from None
         self.layout = layout
         self.path = path
+        self.session = session if session is not None else self._open(ort, path)
+        self._inputs = {i.name for i in self.session.get_inputs()}
+        self._tok = fast_tokenizer(layout)
+        self._tok.enable_truncation(layout.max_seq_length)
+
+    @staticmethod
+    def _open(ort, path: Path):
+        """A session of ``path``: one intra-op and one inter-op thread."""
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.log_severity_level = 3
         try:
-            self.session = ort.InferenceSession(str(path), opts,
-                                                providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own kinds
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise QueryEncoderError(f"{path}: cannot load ({first})") from None
-        self._inputs = {i.name for i in self.session.get_inputs()}
-        self._tok = fast_tokenizer(layout)
-        self._tok.enable_truncation(layout.max_seq_length)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32, L2-normalised; ``(0, 0)`` for no texts.
