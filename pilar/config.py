@@ -228,8 +228,9 @@ class Settings(BaseSettings):
     # process that is stopped past these
     parse_memory_bytes: int = Field(
         1024 * 1024 * 1024, ge=64 * 1024 * 1024,
-        description="memory one file's parse may add to its worker process (bytes: the "
-        "worker's address space is capped at its resident size at the parse's start plus this)")
+        description="memory one file's parse may add to its worker process (bytes: its "
+        "resident size is checked at each PDF page, and each page, or a whole HTML file, may "
+        "map at most this much more address space)")
     parse_seconds: float = Field(
         120.0, gt=0, description="wall-clock seconds one file's parse may take (plus "
         "parse_page_seconds per PDF page); the worker is killed past it, even inside C code")

@@ -50,6 +50,12 @@ def resident() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
+def mapped() -> int:
+    """Bytes of this process's address space now (VmSize)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
 def release_freed() -> bool:
     """Return the heap's free blocks to the OS when this process grew by
     more than :data:`TRIM_SLACK` since the last time (see the module

@@ -26,21 +26,30 @@ and the batch goes on.
   threads whose locks a fork would copy held. A worker shares nothing with
   the caller but the pipes to it, so the sum of the resident sizes of the
   caller's process tree is honest (no pages of the model counted twice).
-- Memory: before each parse the worker caps its address space (soft
-  ``RLIMIT_AS``) at its resident size at that moment plus the budget
-  (:func:`_limit_memory`), so the kernel refuses any mapping past it, in
-  Python and in C (MuPDF, ONNX) alike, and since a process can never have
-  more resident than mapped, the worker's resident size grows by at most
-  the budget; the limit is lifted again before the result is sent back. A
-  parse that meets it (``MemoryError``, MuPDF's failed ``malloc``,
+- Memory: a parse may add the budget to the worker's resident size. Two
+  checks hold it there. Between the pages of a PDF the worker compares its
+  resident size with the one it had at the parse's start; and before the
+  parse and again at each page it caps its address space (soft
+  ``RLIMIT_AS``) at what it has mapped at that moment plus the budget
+  (:func:`_limit_memory`), so the kernel refuses a mapping past it in
+  Python and in C (MuPDF, ONNX) alike: one page (or a whole HTML file)
+  can never map more than the budget, however it runs away inside C code.
+  The address space is re-capped at each page rather than held at the
+  start's because it grows far faster than what is resident over a long
+  PDF: glibc keeps the heap's high-water mark mapped after its freed pages
+  are handed back (:mod:`pilar.ingest.heap`), so a 1,600-page PDF mapped
+  1.65 GB more to end 300 MB more resident, and a cap held from the start
+  refused it at 337 MB resident under a 1 GiB budget. So the worker's
+  resident size stays within the budget at every page boundary and within
+  twice the budget (plus what was mapped but untouched, about 0.5 GB in a
+  worker: library text, reserved arenas) inside a page. A parse that meets
+  either check (``MemoryError``, MuPDF's failed ``malloc``,
   :func:`~pilar.ingest.limits.out_of_memory`) makes the worker exit with
   :data:`OVER_MEMORY`, which the parent reports as the memory line; pebble
-  starts a fresh worker in its place. The bound is conservative: address
-  space counts what is mapped but not touched (a worker starts at about
-  120 MB resident in 580 MB mapped: library text, glibc's reserved arenas),
-  so a parse may be refused before its resident growth reaches the budget,
-  never after. A C library that aborts instead of failing an allocation
-  kills its worker: that file fails as ``parser process died (SIGABRT)``.
+  starts a fresh worker in its place; the limit is lifted again before a
+  result is sent back. A C library that aborts instead of failing an
+  allocation kills its worker: that file fails as ``parser process died
+  (SIGABRT)``.
 - Time: the worker arms ``alarm(2)`` for the deadline with SIGALRM's
   default action (no Python handler runs, so the kernel ends the process
   even while a parse is stuck inside PyMuPDF's C code) and re-arms it once
@@ -84,7 +93,7 @@ from pebble import ProcessExpired, ProcessPool
 
 from pilar.config import Settings
 from pilar.errors import ConfigError, IngestCancelled, IngestError, PilarError
-from pilar.ingest.heap import resident
+from pilar.ingest.heap import mapped, resident
 from pilar.ingest.limits import human_bytes, out_of_memory
 from pilar.model import ParsedDocument
 
@@ -282,12 +291,11 @@ def _start_worker(queue) -> None:
 
 
 def _limit_memory(budget: int | None) -> None:
-    """Let this process's resident size grow by at most ``budget`` bytes from
-    now: its address space (soft ``RLIMIT_AS``, never smaller than what is
-    resident) is capped at the resident size plus ``budget``. ``None`` lifts
-    the limit (back to the hard one)."""
+    """Let this process map at most ``budget`` bytes more from now: its
+    address space (soft ``RLIMIT_AS``) is capped at what it has mapped now
+    plus ``budget``. ``None`` lifts the limit (back to the hard one)."""
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = hard if budget is None else resident() + budget
+    soft = hard if budget is None else mapped() + budget
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
@@ -301,18 +309,23 @@ def _worker_job(seq: int, data: bytes, uri: str, doc_id: str | None,
     deadline the kernel's SIGALRM ends it, in Python or C code alike."""
     queue = _page_queue
     last = 0.0
+    budget = settings.parse_memory_bytes
+    start = resident()
 
     def report(done: int, total: int) -> None:
         nonlocal last
         if done == 0:  # a PDF of ``total`` pages: its deadline grows by theirs
             _arm_deadline(settings.parse_seconds + total * settings.parse_page_seconds)
+        elif resident() - start > budget:
+            raise MemoryError
+        _limit_memory(budget)  # the next page maps at most the budget more
         now = time.monotonic()
         if queue is not None and (done >= total or now - last >= PAGE_REPORT_SECONDS):
             last = now
             queue.put((seq, done, total))
 
     _arm_deadline(settings.parse_seconds)
-    _limit_memory(settings.parse_memory_bytes)
+    _limit_memory(budget)
     try:
         return parse_job(data, uri, doc_id, settings, report, strict_memory=True)
     except MemoryError:
