@@ -270,3 +270,31 @@ def test_search_in_a_fresh_process_does_not_import_torch(searched_home: Path, mo
     out = json.loads(proc.stdout.splitlines()[-1])
     assert out["pages"] == 1 and out["items"] >= 1
     assert out["torch"] == []
+
+
+def test_long_texts_are_embedded_fewer_to_a_batch(models_dir: Path, wtq_pages: Path):
+    """A batch holds the tokens of :attr:`Embedder.batch_size` unit runs: text
+    windows cut at the model's 256 tokens go 8 to a batch, unit runs cut at
+    64 go 32 (ONNX Runtime's arena keeps the largest batch's activations)."""
+    embedder = Embedder(onnx_dir=models_dir)
+    page = parse(sorted(wtq_pages.glob("*.html"))[0])
+    windows = embedder.chunk(page.pages[0].text * 8)
+    assert len(windows) >= 12
+    sizes: dict[int, list[int]] = {}
+    for cut in (UNIT_TOKENS, None):
+        enc = embedder.document_encoder(cut)
+        real = enc.encode
+        seen = sizes.setdefault(enc.layout.max_seq_length, [])
+
+        def counted(texts, real=real, seen=seen):
+            seen.append(len(texts))
+            return real(texts)
+
+        enc.encode = counted
+        try:
+            vectors = embedder._encode_documents(windows * 4, cut, enc)
+        finally:
+            del enc.encode
+        assert vectors.shape == (len(windows) * 4, 384)
+    assert max(sizes[256]) == 8 and sum(sizes[256]) == len(windows) * 4
+    assert max(sizes[UNIT_TOKENS]) == 32 and sum(sizes[UNIT_TOKENS]) == len(windows) * 4

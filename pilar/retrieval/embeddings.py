@@ -321,13 +321,19 @@ class Embedder:
 
     def _encode_documents(self, texts: list[str], max_tokens: int | None,
                           enc: OnnxQueryEncoder | None) -> np.ndarray:
-        """:meth:`_encode`, or on ``enc`` in batches of :attr:`batch_size`
-        texts of similar length (longest first, as sentence-transformers
-        batches them); the caller holds :attr:`lock`."""
+        """:meth:`_encode`, or on ``enc`` in batches of texts of similar
+        length (longest first, as sentence-transformers batches them): of
+        :attr:`batch_size` texts cut at :data:`UNIT_TOKENS` tokens, fewer
+        in proportion for a longer cut (8 text windows of 256 tokens), so a
+        batch's activations, which ONNX Runtime's arena keeps at their
+        largest, stay the size of a batch of unit runs (with 32 windows a
+        batch, a 1,600-page PDF's windows grew the arena by 1.1 GB); the
+        caller holds :attr:`lock`."""
         if enc is None:
             return self._encode(texts, max_tokens)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        size = max(1, self.batch_size * UNIT_TOKENS // enc.layout.max_seq_length)
+        batches = [order[i:i + size] for i in range(0, len(order), size)]
         threads = min(len(batches), EMBED_THREADS)
         if threads > 1:  # a session runs calls at once, each on its calling thread
             with ThreadPoolExecutor(threads) as pool:
