@@ -44,16 +44,20 @@ _trimmed_at = 0
 """This process's resident bytes right after its last trim (0: none yet)."""
 
 
+def _statm(field: int) -> int:
+    """Bytes of field ``field`` of ``/proc/self/statm`` (0 size, 1 resident)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[field]) * resource.getpagesize()
+
+
 def resident() -> int:
     """Bytes of this process resident in memory now (VmRSS)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
+    return _statm(1)
 
 
 def mapped() -> int:
     """Bytes of this process's address space now (VmSize)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * resource.getpagesize()
+    return _statm(0)
 
 
 def release_freed() -> bool:
