@@ -194,6 +194,9 @@ class Settings(BaseSettings):
     bridge_documents: int = Field(10, ge=1, description="a bridge mentioned in more documents is "
                                                         "a hub: it leads nowhere")
     bridge_pages: int = Field(20, ge=1, description="pages read per bridge")
+    template_documents: int = Field(3, ge=2, description="a unit whose text recurs word for word "
+                                    "in this many documents naming the same entity (a footer, a "
+                                    "standard clause) is template text: it is no chain's anchor")
 
     # packing (PILAR App. G.1; Tessera §3.4-3.5)
     base_share: float = Field(0.7, ge=0, le=1, description="budget share of base pages")

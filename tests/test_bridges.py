@@ -14,7 +14,8 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import proper_name
 from pilar.model import Provenance, Support
-from pilar.retrieval.chains import Chain, Coverage, keep_chains, may_lead, start_names
+from pilar.retrieval.chains import (Chain, Coverage, keep_chains, may_lead, record_units,
+                                    start_names)
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -218,7 +219,6 @@ def test_a_question_names_a_version_by_its_year_or_model_number():
 
 def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
     from pilar.model import Unit
-    from pilar.retrieval.bridges import BridgeExpander
 
     def row(i: int, table: int, *cells: str) -> Unit:
         return Unit(f"u{table}.{i}", "d", 1, "row", " | ".join(cells), "", f"s{table}.{i}",
@@ -228,7 +228,7 @@ def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
                 row(3, 0, "QC-11", "VSC-61", "KTL-45")]
     record = [row(1, 1, "Model code", "VSC-65"), row(2, 1, "Manufacturer", "Vostrand"),
               row(1, 2, "Hoist speed", "90 m/min")]
-    on = BridgeExpander._on_units
+    on = record_units
     assert on(register, ["QC-10"], True) == {"s0.2"}
     assert on(register, ["QC-10"], False) == {"s0.2"}  # the question names one row of a register
     # the whole record, its other tables of fields included, not the register beside it
@@ -335,3 +335,41 @@ def test_only_a_unit_naming_something_to_follow_is_an_anchor(shared_data: Path):
     assert all(may_lead(u) for u in units if len(u.cells) > 1)  # every row: its cells
     assert [u.text for u in units if not u.cells and may_lead(u)][:2] == [
         "Norrhavn Terminal Operations AS · HSE · updated 15 July 2024", account.text]
+
+
+INCIDENTS = ["ont_incident_ir_24_117", "ont_incident_ir_24_131", "ont_incident_ir_24_142"]
+
+
+def test_template_text_is_read_through_the_entities_it_names(graph_store, shared_data: Path):
+    """The contract of GraphStore.template_supports on every backend: the
+    footer every incident report carries is template text in three reports,
+    not in four; an account of one incident never is."""
+    docs = [parse(shared_data / "multihop2" / f"{n}.html") for n in INCIDENTS]
+    for parsed in docs:
+        graph_store.write_document(parsed)
+    footers = [next(s.support_id for s in d.supports if s.text.startswith("ONT HSE incident"))
+               for d in docs]
+    account = next(s.support_id for s in docs[2].supports if "reported by HPD" in s.text)
+    heading = next(s.support_id for s in docs[2].supports if s.text == "Incident record")
+    asked = [*footers, account, heading, "no-such-support"]
+    assert graph_store.template_supports(asked, 3) == set(footers)
+    assert graph_store.template_supports(asked, 4) == set()
+    assert graph_store.template_supports([], 3) == set()
+
+
+def test_a_footer_is_no_anchor_and_the_chain_follows_the_reporter(shared_data: Path, tmp_path):
+    # the report's footer and standard lines name the HSE system every report names;
+    # as anchors they crowded out the account naming the reporter (HPD), and the
+    # chain went to the directory through the "questions go to Human Resources" line
+    # that the directory and both rosters carry, not to the roster of the month
+    p = Pilar(home=tmp_path)
+    names = [*INCIDENTS, "ont_technician_roster_2024_06", "ont_technician_roster_2024_03",
+             "ont_management_page"]
+    assert [r.status for r in p.ingest([shared_data / "multihop2" / f"{n}.html"
+                                         for n in names])] == ["ingested"] * len(names)
+    hit = p.search("Which crew is the person who reported incident IR-ONT-24-142 assigned to?",
+                   budget=1024, k=5, profile="multi-hop")
+    roster = next(x for x in hit.pages if Path(x.source).stem == "ont_technician_roster_2024_06")
+    assert roster.trace["bridge_path"][-2:] == ["HPD (unit of ont_incident_ir_24_142)",
+                                                "ont_technician_roster_2024_06"]
+    assert "Crew Delta | Hedda Paulsen-Dale | HPD" in hit.packet.text

@@ -54,15 +54,18 @@ def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monke
     from pilar.migrations import migration_files
 
     files = migration_files("sqlite", ".sql")
-    assert [v for v, _ in files][8:] == [9, 10]
+    assert [v for v, _ in files][8:] == [9, 10, 11]
     monkeypatch.setattr(pilar.db, "migration_files", lambda *_: files[:8])
     old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     a, b = _legacy(old)
     old.close()
     monkeypatch.undo()
     store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
-    assert store.db.schema_version == 10 and store.migrate() == []
+    assert store.db.schema_version == 11 and store.migrate() == []
     _check_split(store, a, b)
+    indexes = {r[0] for r in store.db.conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'supports'")}
+    assert "supports_text" in indexes  # version 11: supports looked up by their text
     store.close()
 
 
@@ -81,7 +84,7 @@ def test_sqlite_store_before_unit_statistics_gets_them_on_first_search(tmp_path,
     old.close()
     monkeypatch.undo()
     p = Pilar(home=tmp_path)
-    assert p.graph.db.schema_version == 10
+    assert p.graph.db.schema_version == 11
     pid = f"{r.doc_id}:1"
     assert [u.stats for u in p.graph.units_on_pages([pid])[pid]] == [None] * r.n_units
     hit = p.search("what is the tallest building in kanpur?", budget=1024)

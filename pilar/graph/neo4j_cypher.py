@@ -305,6 +305,18 @@ CALL (e, documents) {
 }
 RETURN e.entity_id, e.name, here, documents, pages
 """
+# the other supports of the same text mentioning an entity of s, and s's own document
+# (a pattern never walks one relationship twice: s is not among them)
+TEMPLATE_SUPPORTS = """
+MATCH (s:Support) WHERE s.support_id IN $sids
+WITH s, COLLECT {
+  MATCH (s)<-[:MENTIONED_IN]-(:Entity)-[:MENTIONED_IN]->(t:Support) WHERE t.text = s.text
+  RETURN DISTINCT t.doc_id LIMIT $documents
+} AS others
+WHERE EXISTS { (s)<-[:MENTIONED_IN]-(:Entity) }
+  AND size(others) + CASE WHEN s.doc_id IN others THEN 0 ELSE 1 END >= $documents
+RETURN s.support_id
+"""
 MENTION_PAGES = """
 UNWIND $ids AS eid
 MATCH (e:Entity {entity_id: eid})

@@ -191,6 +191,19 @@ SELECT 'from', eid, sid, NULL, NULL FROM here
 UNION ALL SELECT 'docs', d.eid, e.name, d.n, NULL FROM docs d JOIN entities e ON e.entity_id = d.eid
 UNION ALL SELECT 'page', eid, sid, doc_id || ':' || page, other FROM ranked WHERE r <= ?3
 """
+# ?1 a JSON array of support ids, ?2 the documents that make a text template text: the
+# supports of the same text (by its index) that mention an entity the given one mentions
+TEMPLATE_SUPPORTS = """
+WITH src(sid) AS (SELECT DISTINCT value FROM json_each(?1))
+SELECT s.support_id FROM src JOIN supports s ON s.support_id = src.sid
+WHERE (SELECT count(*) FROM (
+        SELECT DISTINCT t.doc_id FROM supports t
+        WHERE t.text = s.text AND EXISTS (
+            SELECT 1 FROM mentions m JOIN mentions o
+            ON o.entity_id = m.entity_id AND o.support_id = t.support_id
+            WHERE m.support_id = s.support_id)
+        LIMIT ?2)) >= ?2
+"""
 ASSERTION_COLS = """a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality,
 a.qualifiers, a.confidence, a.grounded, a.extractor, a.subject_entity, a.object_entity,
 (SELECT json_group_array(support_id) FROM assertion_supports s WHERE s.assertion_id = a.assertion_id)"""

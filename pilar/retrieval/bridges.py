@@ -18,8 +18,10 @@ hop grows every chain of the beam by one page:
    page's units, min-max normalised, + 0.5 cosine of the unit's run vector)
    of those that can lead on (:func:`~pilar.retrieval.chains.may_lead`: a
    table row, or text naming a code or a proper name; a sentence naming
-   neither would only take a place)
-   and as many of those naming the entity that brought the page (the
+   neither would only take a place) and are not template text (a line
+   ``template_documents`` documents carry word for word naming the same
+   entity, :meth:`GraphStore.template_supports`: a report's footer names
+   what every report names) and as many of those naming the entity that brought the page (the
    question's names on a start), whatever their relevance, and on a page
    a bridge reached every unit on that bridge (the fields of the record
    it names: the particulars' ``Length overall`` row leads on to the
@@ -96,7 +98,7 @@ from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
 from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, dated_rows,
-                                    keep_chains, may_lead, start_names)
+                                    keep_chains, may_lead, record_units, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -108,15 +110,17 @@ __all__ = ["BridgeExpander"]
 class _Memo:
     """What one search works out once: each page's unit relevance, the
     supports on a chain's bridge per (page, names, entered), and whether the
-    question asks for an entity where a support names it, which pairs of
-    pages are :func:`siblings`, each page's relevance as an end and the
-    question's words each page holds (:class:`Coverage`)."""
+    question asks for an entity where a support names it, which supports
+    are template text, which pairs of pages are :func:`siblings`, each
+    page's relevance as an end and the question's words each page holds
+    (:class:`Coverage`)."""
 
     relevance: dict[str, list[float]] = field(default_factory=dict)
     on: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
+    template: dict[str, bool] = field(default_factory=dict)
     coverage: Coverage | None = None
 
 
@@ -419,8 +423,11 @@ class BridgeExpander:
                  on: dict[str, set[str]]) -> dict[str, tuple[float, str, Unit]]:
         """``{support_id: (relevance 0-1, page_id, unit)}``: the units of each
         frontier page a hop starts from (step 1 of the module docstring):
-        the ``bridge_units`` most relevant of those that :func:`may_lead`,
-        as many of those naming an
+        the ``bridge_units`` most relevant of those that :func:`may_lead`
+        and are not template text (of the ``2 * bridge_units`` most relevant:
+        :meth:`GraphStore.template_supports`, ``template_documents``; a
+        footer names the same thing on every page of its kind), as many of
+        those naming an
         entity of ``into[page_id]`` (the bridges that brought the page, the
         question's names for a start), whatever their relevance, and every
         unit of ``on[page_id]`` (the units on the bridge of a page a bridge
@@ -431,6 +438,8 @@ class BridgeExpander:
         units = self._units_on([p.page_id for p in frontier])
         relevance = self._relevance(units, qterms, query, memo)
         out: dict[str, tuple[float, str, Unit]] = {}
+        n = self.s.bridge_units
+        picks: list[tuple[str, list, list]] = []
         for page in frontier:
             us: list[Unit] = units.get(page.page_id, [])
             wanted = names_matcher(into.get(page.page_id, ()))
@@ -446,8 +455,14 @@ class BridgeExpander:
                     scored.append((rel, u.support_id, u))
             for rows in (scored, bridging):
                 rows.sort(key=lambda t: (-t[0], t[1]))
-                for rel, sid, u in rows[: self.s.bridge_units]:
-                    out[sid] = (rel, page.page_id, u)
+            picks.append((page.page_id, scored[: 2 * n], bridging[:n]))
+        unread = [sid for _, scored, _ in picks for _, sid, _ in scored if sid not in memo.template]
+        if unread:
+            found = self.graph.template_supports(unread, self.s.template_documents)
+            memo.template.update((sid, sid in found) for sid in unread)
+        for pid, scored, bridging in picks:
+            for rel, sid, u in [*[r for r in scored if not memo.template[r[1]]][:n], *bridging]:
+                out[sid] = (rel, pid, u)
         return out
 
     def _relevance(self, units: dict[str, list[Unit]], qterms: tuple[str, ...],
@@ -506,23 +521,9 @@ class BridgeExpander:
         rows are other things), else all."""
         key = (page_id, tuple(names), entered)
         if key not in memo.on:
-            memo.on[key] = self._on_units(self._units_on([page_id]).get(page_id, []), names,
-                                          entered)
+            memo.on[key] = record_units(self._units_on([page_id]).get(page_id, []), names,
+                                        entered)
         return memo.on[key]
-
-    @staticmethod
-    def _on_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
-        """:meth:`_on_bridge` of one page's ``units``."""
-        wanted = names_matcher(names)
-        naming = [u for u in units if wanted(u.text)]
-        if not entered and (not naming or any(len(u.cells) <= 2 for u in naming)):
-            return None
-        first_table = next((i for i, u in enumerate(units) if u.cells), len(units))
-        lead = {u.support_id for u in units[:first_table]}
-        if not any(len(u.cells) == 2 or u.support_id in lead for u in naming):
-            return frozenset(u.support_id for u in naming)
-        return frozenset([u.support_id for u in naming]
-                         + [u.support_id for u in units if len(u.cells) == 2])
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],

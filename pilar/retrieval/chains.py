@@ -3,7 +3,8 @@ how a page joined a chain (:class:`Hop`), a chain of pages in reasoning
 order (:class:`Chain`), which chains a hop keeps (:func:`keep_chains`), which
 entities can be bridges (:func:`bridge_name`) and the bridging units packing
 puts first (:func:`mark_bridging`), the rows a hop carries for a date
-(:func:`dated_rows`) and how much of the question a chain's pages hold
+(:func:`dated_rows`), the units a chain leaves a page by
+(:func:`record_units`) and how much of the question a chain's pages hold
 (:class:`Coverage`). The search itself is
 :class:`pilar.retrieval.bridges.BridgeExpander`."""
 
@@ -21,10 +22,11 @@ from pilar.ingest.quantities import is_measure
 from pilar.ingest.names import capitalised_spans, proper_name
 from pilar.model import RankedPage, Unit
 from pilar.parts import words
+from pilar.retrieval.naming import names_matcher
 from pilar.retrieval.terms import tokens
 
 __all__ = ["Chain", "Coverage", "Hop", "bridge_name", "dated_rows", "keep_chains",
-           "mark_bridging", "may_lead"]
+           "mark_bridging", "may_lead", "record_units"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -67,6 +69,28 @@ def _names_something(text: str) -> bool:
     for the next search: a chain search reads every unit of its frontier)?"""
     return bool(codes(text)) or any(
         proper_name(surface) for surface, _, _ in capitalised_spans(text))
+
+
+def record_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
+    """The supports of one page's ``units`` (document order) a chain that
+    came to the page through ``names`` may leave from at full weight, or
+    None for all (:meth:`~pilar.retrieval.bridges.BridgeExpander._on_bridge`
+    says why): on a page a bridge reached (``entered``), the units naming
+    it and, when one of those is a row of a two-column table or in the
+    page's lead (before its first table), every two-column row (the
+    record's fields); on a start, the units naming the question's names
+    when all of them are rows of a register (more than two columns), else
+    None."""
+    wanted = names_matcher(names)
+    naming = [u for u in units if wanted(u.text)]
+    if not entered and (not naming or any(len(u.cells) <= 2 for u in naming)):
+        return None
+    first_table = next((i for i, u in enumerate(units) if u.cells), len(units))
+    lead = {u.support_id for u in units[:first_table]}
+    if not any(len(u.cells) == 2 or u.support_id in lead for u in naming):
+        return frozenset(u.support_id for u in naming)
+    return frozenset([u.support_id for u in naming]
+                     + [u.support_id for u in units if len(u.cells) == 2])
 
 
 def start_names(named: list[tuple[str, str]]) -> list[str]:
