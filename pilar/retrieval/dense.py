@@ -294,17 +294,23 @@ class AnnDense:
             keys = np.concatenate([(rowid << _CHUNK_BITS) + np.arange(n, dtype=np.uint64)
                                    for _, rowid, n in rows]).astype(np.uint64)
             compact = self._index.get(keys) if self._index is not None else None
+            held = [v is not None for v in compact] if compact is not None else []
+            # the compact copies found, as float32 in one block (row of key i: at[i])
+            block = np.stack([v for v, h in zip(compact, held) if h]).astype(np.float32) \
+                if any(held) else None
+            at = np.cumsum(held) - 1
             wanted: list[tuple[int, int]] = []  # (page rowid, chunk) to read as float32
             start = 0
             for _, rowid, n in rows:
-                got = compact[start:start + n] if compact is not None else [None]
-                start += n
-                if any(v is None for v in got):
+                if block is None or not all(held[start:start + n]):
                     # not in the index yet (e.g. this thread's own uncommitted
                     # page is not visible to it): every vector of the page
                     wanted += [(rowid, j) for j in range(n)]
+                    start += n
                     continue
-                sims = np.stack(got).astype(np.float32) @ q
+                first = at[start]
+                start += n
+                sims = block[first:first + n] @ q
                 # every chunk the compact copy cannot tell from the best one
                 wanted += [(rowid, int(j))
                            for j in np.flatnonzero(sims >= sims.max() - _MARGIN[self.dtype])]

@@ -142,11 +142,11 @@ class SqlitePageIndex:
         match = fts_query(question)
         if match is None or not page_ids:
             return {}
-        marks = ",".join("?" * len(page_ids))
-        rows = self.db.conn.execute(
+        rows = self.db.conn.execute(  # one statement whatever the number of pages
             "SELECT p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
-            f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ? AND p.page_id IN ({marks})",
-            (match, *page_ids)).fetchall()
+            "ON p.rowid = page_fts.rowid WHERE page_fts MATCH ? "
+            "AND p.page_id IN (SELECT value FROM json_each(?))",
+            (match, json.dumps(list(page_ids)))).fetchall()
         return {pid: float(s) for pid, s in rows}
 
     def bm25_each(self, texts: list[str], page_ids: list[str]) -> list[dict[str, float]]:
