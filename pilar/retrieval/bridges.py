@@ -200,14 +200,16 @@ class BridgeExpander:
                              {p.doc_id for p in starts}, s.bridge_frontier,
                              key=lambda p: p.score + s.named_start * naming[p.page_id])
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
-        self._kinds([p.page_id for p in starts], by_id, kinds)
-        superseded = self._superseded(question, by_id, kinds)
-        memo = _Memo(coverage=Coverage(question, self.index.bm25_each, shortlist))
+        memo = _Memo()
+        with beside(Coverage, question, self.index.bm25_each, shortlist) as coverage, \
+                beside(self._ends, question, names, by_id, shortlist, memo) as ending:
+            self._kinds([p.page_id for p in starts], by_id, kinds)
+            superseded = self._superseded(question, by_id, kinds)
+        memo.coverage, ends = coverage.result(), ending.result()
         beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0)
                       + s.chain_coverage * memo.coverage.of((p.page_id,)))
                 for p in starts]
         depths = [beam]
-        ends = self._ends(question, names, by_id, shortlist, memo)
         blocked = frozenset(eid for eid, _ in named)
         for hop in range(1, s.max_hops + 1):
             into: dict[str, list[str]] = {}
@@ -225,9 +227,10 @@ class BridgeExpander:
             reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
             self._score(question, query, reached, by_id, scope, (lo, hi))
             found = [pid for pid in reached if pid in by_id]
-            self._kinds(found, by_id, kinds)
-            ends(found)
-            memo.coverage.read(found)
+            with beside(memo.coverage.read, found) as reading:
+                self._kinds(found, by_id, kinds)
+                ends(found)
+            reading.result()
             grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
             if not grown:
                 break
