@@ -30,6 +30,11 @@ def fts_query(question: str) -> str | None:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
+EACH = 100
+"""Texts :meth:`SqlitePageIndex.bm25_each` reads in one statement (SQLite
+allows 500 arms in a compound select)."""
+
+
 class SqlitePageIndex:
     """PageIndex on the embedded SQLite file (see :class:`pilar.retrieval.PageIndex`)."""
 
@@ -142,16 +147,26 @@ class SqlitePageIndex:
         match = fts_query(question)
         if match is None or not page_ids:
             return {}
-        rows = self.db.conn.execute(  # one statement whatever the number of pages
-            "SELECT p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
-            "ON p.rowid = page_fts.rowid WHERE page_fts MATCH ? "
-            "AND p.page_id IN (SELECT value FROM json_each(?))",
-            (match, json.dumps(list(page_ids)))).fetchall()
-        return {pid: float(s) for pid, s in rows}
+        return self.bm25_each([question], page_ids)[0]
 
     def bm25_each(self, texts: list[str], page_ids: list[str]) -> list[dict[str, float]]:
-        """:meth:`bm25_for` of each of ``texts``, in order (one query each)."""
-        return [self.bm25_for(text, page_ids) for text in texts]
+        """:meth:`bm25_for` of each of ``texts``, in order: one statement for
+        up to :data:`EACH` texts (a ``UNION ALL`` of one FTS5 match each, the
+        pages one JSON parameter), whatever the number of pages."""
+        out: list[dict[str, float]] = [{} for _ in texts]
+        matches = [(i, m) for i, m in enumerate(map(fts_query, texts)) if m is not None]
+        if not page_ids:
+            return out
+        pages = json.dumps(list(page_ids))
+        for part in batched(matches, EACH):
+            arms = " UNION ALL ".join(
+                f"SELECT {i}, p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
+                f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ?{k + 2} "
+                "AND p.page_id IN (SELECT value FROM json_each(?1))"
+                for k, (i, _) in enumerate(part))
+            for i, pid, score in self.db.conn.execute(arms, (pages, *(m for _, m in part))):
+                out[i][pid] = float(score)
+        return out
 
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` pages within ``scope`` whose best
