@@ -200,42 +200,41 @@ class BridgeExpander:
                              {p.doc_id for p in starts}, s.bridge_frontier,
                              key=lambda p: p.score + s.named_start * naming[p.page_id])
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
-        memo = _Memo()
-        with beside(Coverage, question, self.index.bm25_each, shortlist) as coverage, \
-                beside(self._ends, question, names, by_id, shortlist, memo) as ending:
-            self._kinds([p.page_id for p in starts], by_id, kinds)
-            superseded = self._superseded(question, by_id, kinds)
-        memo.coverage, ends = coverage.result(), ending.result()
-        beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0)
-                      + s.chain_coverage * memo.coverage.of((p.page_id,)))
-                for p in starts]
-        depths = [beam]
-        blocked = frozenset(eid for eid, _ in named)
-        for hop in range(1, s.max_hops + 1):
-            into: dict[str, list[str]] = {}
-            on: dict[str, set[str]] = {}
-            for c in beam:
-                into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops else names)
-                if c.hops:
-                    on.setdefault(c.pages[-1], set()).update(self._on_bridge(
-                        c.pages[-1], [c.hops[-1].name], True, memo) or ())
-            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query, memo,
-                                    on)
-            if not anchors:
-                break
-            bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
-            reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
-            self._score(question, query, reached, by_id, scope, (lo, hi))
-            found = [pid for pid in reached if pid in by_id]
-            with beside(memo.coverage.read, found) as reading:
-                self._kinds(found, by_id, kinds)
-                ends(found)
-            reading.result()
-            grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
-            if not grown:
-                break
-            beam = grown
-            depths.append(beam)
+        memo = _Memo()  # the question's end vector is embedded while the first hop reads
+        with beside(self._ends, question, names, by_id, shortlist, memo) as ending:
+            with beside(Coverage, question, self.index.bm25_each, shortlist) as coverage:
+                self._kinds([p.page_id for p in starts], by_id, kinds)
+                superseded = self._superseded(question, by_id, kinds)
+            memo.coverage = coverage.result()
+            depths = [[Chain((p.page_id,), (),
+                             p.score + s.named_start * naming.get(p.page_id, 0.0)
+                             + s.chain_coverage * memo.coverage.of((p.page_id,)))
+                       for p in starts]]
+            blocked = frozenset(eid for eid, _ in named)
+            for hop in range(1, s.max_hops + 1):
+                beam, into, on = depths[-1], {}, {}
+                for c in beam:
+                    into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops
+                                                            else names)
+                    if c.hops:
+                        on.setdefault(c.pages[-1], set()).update(self._on_bridge(
+                            c.pages[-1], [c.hops[-1].name], True, memo) or ())
+                anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query,
+                                        memo, on)
+                if not anchors:
+                    break
+                bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
+                reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
+                self._score(question, query, reached, by_id, scope, (lo, hi))
+                found = [pid for pid in reached if pid in by_id]
+                with beside(memo.coverage.read, found) as reading:
+                    self._kinds(found, by_id, kinds)
+                    ending.result()(found)
+                reading.result()
+                grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
+                if not grown:
+                    break
+                depths.append(grown)
         hops = self._rank(depths, by_id, kinds, superseded)
         if keep is not None:
             top = {p.page_id for p in best_first(by_id.values(), keep)}
@@ -479,14 +478,14 @@ class BridgeExpander:
         for us in new.values():
             leaders.update(group_leaders(us))
         vectors = self.index.unit_vectors(sorted(set(leaders.values()))) if leaders else {}
+        cosines = {uid: float(vec @ query) for uid, vec in vectors.items()}  # once a run
         for pid, us in new.items():
             counts = [unit_term_counts(u) for u in us]
             lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
-            memo.relevance[pid] = []
-            for i, u in enumerate(us):
-                vec = vectors.get(leaders.get(u.unit_id, ""))
-                dense = float(vec @ query) if vec is not None else 0.0
-                memo.relevance[pid].append(0.5 * lexical.get(i, 0.0) + 0.5 * max(dense, 0.0))
+            memo.relevance[pid] = [
+                0.5 * lexical.get(i, 0.0)
+                + 0.5 * max(cosines.get(leaders.get(u.unit_id, ""), 0.0), 0.0)
+                for i, u in enumerate(us)]
         return {pid: memo.relevance[pid] for pid in units}
 
     def _bridging_units(self, hops: dict[str, Hop], qterms: tuple[str, ...],
