@@ -87,7 +87,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -97,7 +96,7 @@ from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
-from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, dated_rows,
+from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, chain_path, dated_rows,
                                     keep_chains, may_lead, record_units, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
@@ -133,10 +132,6 @@ def _scaled(raw: float, lo: float, hi: float) -> float:
     return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
 
 
-def _label(page: RankedPage) -> str:
-    return (Path(page.source).stem if page.source else "") or page.doc_id
-
-
 class BridgeExpander:
     """See the module docstring; ``settings`` should carry the profile."""
 
@@ -149,6 +144,24 @@ class BridgeExpander:
         self._units: OrderedDict[str, list[Unit]] = OrderedDict()
         self._lock = threading.Lock()
         self._kind_cache: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
+        self._contexts: OrderedDict[tuple[str, str], frozenset[str]] = OrderedDict()
+
+    def _context(self, unit: Unit, name: str) -> frozenset[str]:
+        """The words (stemmed) of :func:`mention_context` of ``name`` in
+        ``unit``, through an LRU of ``16 * UNIT_PAGES`` (a unit never changes
+        for its support id: ids are content-addressed)."""
+        key = (unit.support_id, name)
+        with self._lock:
+            found = self._contexts.get(key)
+            if found is not None:
+                self._contexts.move_to_end(key)
+                return found
+        found = frozenset(tokens(mention_context(unit, name)))
+        with self._lock:
+            self._contexts[key] = found
+            while len(self._contexts) > 16 * UNIT_PAGES:
+                self._contexts.popitem(last=False)
+        return found
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
         """:meth:`GraphStore.units_on_pages` through an LRU of
@@ -365,7 +378,7 @@ class BridgeExpander:
             page = by_id[pid]
             hops[pid] = c.hops[i - 1]
             page.trace["hop"] = i
-            page.trace["bridge_path"] = self._path(c, i, by_id)
+            page.trace["bridge_path"] = chain_path(c, i, by_id)
         lead: tuple[str, ...] = depths[1][0].pages if len(depths) > 1 else ()
         for beam in depths[2:]:
             if beam[0].pages[: len(lead)] != lead:
@@ -547,8 +560,8 @@ class BridgeExpander:
                 if sid in anchors:
                     _, source, unit = anchors[sid]
                     if (sid, b.entity_id) not in memo.asked:
-                        memo.asked[sid, b.entity_id] = bool(
-                            asks & set(tokens(mention_context(unit, b.name))))
+                        memo.asked[sid, b.entity_id] = not asks.isdisjoint(
+                            self._context(unit, b.name))
                     asked = memo.asked[sid, b.entity_id]
                     leaving.append((source, sid, spec * (1.0 if asked else s.unasked), asked))
             for pid, support, _ in b.pages:
@@ -582,12 +595,3 @@ class BridgeExpander:
                                     round(norm, 6), round(dense[pid], 6),
                                     {"bm25_raw": round(raw.get(pid, 0.0), 4), "base": base,
                                      "seed": False, "expanded": True})
-
-    @staticmethod
-    def _path(chain: "Chain", i: int, by_id: dict[str, RankedPage]) -> list[str]:
-        """``["question", "X", "QC-09 (unit of X)", "Y", ...]``: the hops of
-        ``chain`` up to its ``i``-th page."""
-        steps = ["question", _label(by_id[chain.pages[0]])]
-        for h, pid in zip(chain.hops[:i], chain.pages[1:i + 1]):
-            steps += [f"{h.name} (unit of {_label(by_id[h.source])})", _label(by_id[pid])]
-        return steps

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from pilar.parts import words
 from pilar.retrieval.naming import names_matcher
 from pilar.retrieval.terms import tokens
 
-__all__ = ["Chain", "Coverage", "Hop", "bridge_name", "dated_rows", "keep_chains",
+__all__ = ["Chain", "Coverage", "Hop", "bridge_name", "chain_path", "dated_rows", "keep_chains",
            "mark_bridging", "may_lead", "record_units"]
 
 
@@ -134,6 +135,18 @@ class Chain:
     pages: tuple[str, ...]
     hops: tuple[Hop, ...]
     score: float
+
+
+def chain_path(chain: Chain, i: int, by_id: dict[str, RankedPage]) -> list[str]:
+    """``["question", "X", "QC-09 (unit of X)", "Y", ...]``: the hops of
+    ``chain`` up to its ``i``-th page (``by_id``: the pages by id), each page
+    named by its source file's stem (its document id without one)."""
+    def label(page: RankedPage) -> str:
+        return (Path(page.source).stem if page.source else "") or page.doc_id
+    steps = ["question", label(by_id[chain.pages[0]])]
+    for h, pid in zip(chain.hops[:i], chain.pages[1:i + 1]):
+        steps += [f"{h.name} (unit of {label(by_id[h.source])})", label(by_id[pid])]
+    return steps
 
 
 def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: int
