@@ -107,15 +107,13 @@ __all__ = ["BridgeExpander"]
 
 @dataclass(slots=True)
 class _Memo:
-    """What one search works out once: each page's unit relevance, the
-    supports on a chain's bridge per (page, names, entered), and whether the
-    question asks for an entity where a support names it, which supports
+    """What one search works out once: each page's unit relevance, whether
+    the question asks for an entity where a support names it, which supports
     are template text, which pairs of pages are :func:`siblings`, each
     page's relevance as an end and the question's words each page holds
     (:class:`Coverage`)."""
 
     relevance: dict[str, list[float]] = field(default_factory=dict)
-    on: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
@@ -125,6 +123,28 @@ class _Memo:
 
 UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
+
+
+class _Lru:
+    """At most ``size`` values by key, the least recently used dropped first,
+    shared by the searches of one expander (thread-safe)."""
+
+    def __init__(self, size: int):
+        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, key, default=None):
+        with self.lock:
+            if key not in self.items:
+                return default
+            self.items.move_to_end(key)
+            return self.items[key]
+
+    def put(self, key, value) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
 
 
 def _scaled(raw: float, lo: float, hi: float) -> float:
@@ -144,23 +164,15 @@ class BridgeExpander:
         self._units: OrderedDict[str, list[Unit]] = OrderedDict()
         self._lock = threading.Lock()
         self._kind_cache: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
-        self._contexts: OrderedDict[tuple[str, str], frozenset[str]] = OrderedDict()
+        # what is worked out of a page's units, kept as they are (see _units_on)
+        self._contexts, self._records = _Lru(16 * UNIT_PAGES), _Lru(8 * UNIT_PAGES)
 
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
-        """The words (stemmed) of :func:`mention_context` of ``name`` in
-        ``unit``, through an LRU of ``16 * UNIT_PAGES`` (a unit never changes
-        for its support id: ids are content-addressed)."""
-        key = (unit.support_id, name)
-        with self._lock:
-            found = self._contexts.get(key)
-            if found is not None:
-                self._contexts.move_to_end(key)
-                return found
-        found = frozenset(tokens(mention_context(unit, name)))
-        with self._lock:
-            self._contexts[key] = found
-            while len(self._contexts) > 16 * UNIT_PAGES:
-                self._contexts.popitem(last=False)
+        """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
+        found = self._contexts.get((unit.support_id, name))
+        if found is None:
+            found = frozenset(tokens(mention_context(unit, name)))
+            self._contexts.put((unit.support_id, name), found)
         return found
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
@@ -231,7 +243,7 @@ class BridgeExpander:
                                                             else names)
                     if c.hops:
                         on.setdefault(c.pages[-1], set()).update(self._on_bridge(
-                            c.pages[-1], [c.hops[-1].name], True, memo) or ())
+                            c.pages[-1], [c.hops[-1].name], True) or ())
                 anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query,
                                         memo, on)
                 if not anchors:
@@ -277,7 +289,7 @@ class BridgeExpander:
             used = {h.bridge for h in c.hops}
             docs = {by_id[pid].doc_id for pid in c.pages}
             on = self._on_bridge(c.pages[-1], [c.hops[-1].name] if c.hops else names,
-                                 bool(c.hops), memo)
+                                 bool(c.hops))
             held = memo.coverage.best(c.pages)
             covered = memo.coverage.of(c.pages, held)
             for pid, h in by_source.get(c.pages[-1], ()):
@@ -520,8 +532,8 @@ class BridgeExpander:
                                                         h.source_support, units[pid]))
         return out
 
-    def _on_bridge(self, page_id: str, names: list[str], entered: bool,
-                   memo: _Memo) -> frozenset[str] | None:
+    def _on_bridge(self, page_id: str, names: list[str], entered: bool
+                   ) -> frozenset[str] | None:
         """The supports of ``page_id`` a chain that came to it through
         ``names`` may leave from at full weight (the others keep
         ``off_bridge``), or None for all: on a page a bridge reached (``entered``),
@@ -533,12 +545,14 @@ class BridgeExpander:
         "Dimensions" tables are one record);
         on a start, the rows naming the question's entity when all of them
         are rows of a register (tables of more than two columns: the other
-        rows are other things), else all."""
+        rows are other things), else all (:func:`~pilar.retrieval.chains.record_units`,
+        kept between searches)."""
         key = (page_id, tuple(names), entered)
-        if key not in memo.on:
-            memo.on[key] = record_units(self._units_on([page_id]).get(page_id, []), names,
-                                        entered)
-        return memo.on[key]
+        found = self._records.get(key, self._records)
+        if found is self._records:
+            found = record_units(self._units_on([page_id]).get(page_id, []), names, entered)
+            self._records.put(key, found)
+        return found
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],
