@@ -279,11 +279,11 @@ class BridgeExpander:
         ``bridge_paths`` of them are the best by their score without their
         last page's (``memo.end``: :meth:`_ends` has filled it)."""
         s = self.s
-        by_source: dict[str, list[tuple[str, Hop]]] = {}
+        by_source: dict[str, dict[str, list[Hop]]] = {}  # source -> reached page -> hops
         for pid, found in reached.items():
             if pid in by_id:
                 for h in found:
-                    by_source.setdefault(h.source, []).append((pid, h))
+                    by_source.setdefault(h.source, {}).setdefault(pid, []).append(h)
         grown: dict[tuple[str, ...], Chain] = {}
         for c in beam:
             used = {h.bridge for h in c.hops}
@@ -292,25 +292,27 @@ class BridgeExpander:
                                  bool(c.hops))
             held = memo.coverage.best(c.pages)
             covered = memo.coverage.of(c.pages, held)
-            for pid, h in by_source.get(c.pages[-1], ()):
-                if h.bridge in used or by_id[pid].doc_id in docs or pid in superseded:
+            last = memo.end[c.pages[-1]] if c.hops else 0.0
+            for pid, found in by_source.get(c.pages[-1], {}).items():
+                found = [h for h in found if h.bridge not in used]
+                if not found or by_id[pid].doc_id in docs or pid in superseded:
                     continue
                 for x in c.pages:
                     if (pid, x) not in memo.kin:
                         memo.kin[pid, x] = siblings(kinds[pid], kinds[x])
                 if any(memo.kin[pid, x] for x in c.pages):
                     continue
-                weight = h.weight * (1.0 if on is None or h.source_support in on
-                                     else s.off_bridge)
-                last = memo.end[c.pages[-1]] if c.hops else 0.0
-                score = (c.score - last + memo.end[pid] + s.chain_coverage * (
+                base = c.score - last + memo.end[pid] + s.chain_coverage * (
                     memo.coverage.of(c.pages, held, pid) - covered)
-                         + s.bridge_cost * math.log(max(weight, 1e-6)))
                 key = c.pages + (pid,)
-                if key not in grown or score > grown[key].score:
-                    if weight != h.weight:
-                        h = replace(h, weight=round(weight, 4))
-                    grown[key] = Chain(key, c.hops + (h,), round(score, 6))
+                for h in found:
+                    weight = h.weight * (1.0 if on is None or h.source_support in on
+                                         else s.off_bridge)
+                    score = base + s.bridge_cost * math.log(max(weight, 1e-6))
+                    if key not in grown or score > grown[key].score:
+                        if weight != h.weight:
+                            h = replace(h, weight=round(weight, 4))
+                        grown[key] = Chain(key, c.hops + (h,), round(score, 6))
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
     def _ends(self, question: str, names: list[str], by_id: dict[str, RankedPage],
