@@ -89,6 +89,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from cachetools import LRUCache
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
@@ -125,28 +126,6 @@ UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
 
 
-class _Lru:
-    """At most ``size`` values by key, the least recently used dropped first,
-    shared by the searches of one expander (thread-safe)."""
-
-    def __init__(self, size: int):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
-
-    def get(self, key, default=None):
-        with self.lock:
-            if key not in self.items:
-                return default
-            self.items.move_to_end(key)
-            return self.items[key]
-
-    def put(self, key, value) -> None:
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-
-
 def _scaled(raw: float, lo: float, hi: float) -> float:
     """A raw BM25 score min-max scaled to the shortlist's range ``lo``-``hi``, clipped to 0-1."""
     return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
@@ -165,14 +144,17 @@ class BridgeExpander:
         self._lock = threading.Lock()
         self._kind_cache: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
         # what is worked out of a page's units, kept as they are (see _units_on)
-        self._contexts, self._records = _Lru(16 * UNIT_PAGES), _Lru(8 * UNIT_PAGES)
+        self._contexts: LRUCache = LRUCache(16 * UNIT_PAGES)
+        self._records: LRUCache = LRUCache(8 * UNIT_PAGES)
 
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
-        found = self._contexts.get((unit.support_id, name))
+        with self._lock:
+            found = self._contexts.get((unit.support_id, name))
         if found is None:
             found = frozenset(tokens(mention_context(unit, name)))
-            self._contexts.put((unit.support_id, name), found)
+            with self._lock:
+                self._contexts[unit.support_id, name] = found
         return found
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
@@ -550,10 +532,12 @@ class BridgeExpander:
         rows are other things), else all (:func:`~pilar.retrieval.chains.record_units`,
         kept between searches)."""
         key = (page_id, tuple(names), entered)
-        found = self._records.get(key, self._records)
-        if found is self._records:
-            found = record_units(self._units_on([page_id]).get(page_id, []), names, entered)
-            self._records.put(key, found)
+        with self._lock:
+            if key in self._records:
+                return self._records[key]
+        found = record_units(self._units_on([page_id]).get(page_id, []), names, entered)
+        with self._lock:
+            self._records[key] = found
         return found
 
     def _reached(self, bridges: list[Bridge],
