@@ -97,8 +97,9 @@ from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
-from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, chain_path, dated_rows,
-                                    keep_chains, may_lead, record_units, start_names)
+from pilar.retrieval.chains import (Chain, Coverage, Hop, best_per_document, bridge_name,
+                                    chain_path, dated_rows, keep_chains, may_lead,
+                                    record_units, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -146,6 +147,7 @@ class BridgeExpander:
         # what is worked out of a page's units, kept as they are (see _units_on)
         self._contexts: LRUCache = LRUCache(16 * UNIT_PAGES)
         self._records: LRUCache = LRUCache(8 * UNIT_PAGES)
+        self._facts: LRUCache = LRUCache(UNIT_PAGES)
 
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
@@ -202,8 +204,8 @@ class BridgeExpander:
         raw = [by_id[pid].trace.get("bm25_raw", 0.0) for pid in shortlist]
         lo, hi = (min(raw), max(raw)) if raw else (0.0, 0.0)
         self._score(question, query, naming, by_id, scope, (lo, hi))
-        starts = self._best(by_id.values(), set(), s.bridge_frontier)
-        starts += self._best((by_id[pid] for pid in naming if pid in by_id),
+        starts = best_per_document(by_id.values(), set(), s.bridge_frontier)
+        starts += best_per_document((by_id[pid] for pid in naming if pid in by_id),
                              {p.doc_id for p in starts}, s.bridge_frontier,
                              key=lambda p: p.score + s.named_start * naming[p.page_id])
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
@@ -414,21 +416,6 @@ class BridgeExpander:
             while len(self._kind_cache) > 8 * UNIT_PAGES:
                 self._kind_cache.popitem(last=False)
 
-    @staticmethod
-    def _best(pages: Iterable[RankedPage], skip: set[str], n: int,
-              key=None) -> list[RankedPage]:
-        """The ``n`` best pages by ``key`` (default: score), one per
-        document, of documents not in ``skip``."""
-        key = key or (lambda p: p.score)
-        out, seen = [], set(skip)
-        for p in sorted(pages, key=lambda p: (-key(p), p.page_id)):
-            if p.doc_id not in seen:
-                seen.add(p.doc_id)
-                out.append(p)
-                if len(out) == n:
-                    break
-        return out
-
     def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
                  qterms: tuple[str, ...], query: np.ndarray, memo: _Memo,
                  on: dict[str, set[str]]) -> dict[str, tuple[float, str, Unit]]:
@@ -483,19 +470,33 @@ class BridgeExpander:
         + 0.5 cosine of the unit's run vector (:func:`group_leaders`), one
         vector read for the pages ``memo`` does not hold yet."""
         new = {pid: us for pid, us in units.items() if pid not in memo.relevance}
-        leaders = {}
-        for us in new.values():
-            leaders.update(group_leaders(us))
-        vectors = self.index.unit_vectors(sorted(set(leaders.values()))) if leaders else {}
-        cosines = {uid: float(vec @ query) for uid, vec in vectors.items()}  # once a run
-        for pid, us in new.items():
-            counts = [unit_term_counts(u) for u in us]
+        cosines: dict[str, float] = {}  # once a run
+        for pid, (counts, leaders, vectors) in self._page_facts(new).items():
+            cosines.update((uid, float(vec @ query)) for uid, vec in vectors.items()
+                           if uid not in cosines)
             lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
-            memo.relevance[pid] = [
-                0.5 * lexical.get(i, 0.0)
-                + 0.5 * max(cosines.get(leaders.get(u.unit_id, ""), 0.0), 0.0)
-                for i, u in enumerate(us)]
+            memo.relevance[pid] = [0.5 * lexical.get(i, 0.0)
+                                   + 0.5 * max(cosines.get(uid, 0.0), 0.0)
+                                   for i, uid in enumerate(leaders)]
         return {pid: memo.relevance[pid] for pid in units}
+
+    def _page_facts(self, units: dict[str, list[Unit]]
+                    ) -> dict[str, tuple[list, list[str], dict[str, np.ndarray]]]:
+        """``{page_id: (term counts of each unit, the id of its run's first
+        unit, {that id: its vector})}`` of the pages of ``units`` (kept like
+        the units; one vector read for the pages not kept)."""
+        with self._lock:
+            out = {pid: self._facts[pid] for pid in units if pid in self._facts}
+        new = {pid: group_leaders(us) for pid, us in units.items() if pid not in out}
+        vectors = self.index.unit_vectors(sorted({x for ls in new.values() for x in ls.values()})
+                                          ) if new else {}
+        for pid, leader in new.items():
+            of = [leader[u.unit_id] for u in units[pid]]
+            out[pid] = ([unit_term_counts(u) for u in units[pid]], of,
+                        {x: vectors[x] for x in of if x in vectors})
+        with self._lock:
+            self._facts.update((pid, out[pid]) for pid in new)
+        return {pid: out[pid] for pid in units}
 
     def _bridging_units(self, hops: dict[str, Hop], qterms: tuple[str, ...],
                         query: np.ndarray, memo: _Memo) -> dict[str, Hop]:

@@ -10,7 +10,7 @@ puts first (:func:`mark_bridging`), the rows a hop carries for a date
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,8 +26,8 @@ from pilar.parts import words
 from pilar.retrieval.naming import names_matcher
 from pilar.retrieval.terms import tokens
 
-__all__ = ["Chain", "Coverage", "Hop", "bridge_name", "chain_path", "dated_rows", "keep_chains",
-           "mark_bridging", "may_lead", "record_units"]
+__all__ = ["Chain", "Coverage", "Hop", "best_per_document", "bridge_name", "chain_path",
+           "dated_rows", "keep_chains", "mark_bridging", "may_lead", "record_units"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -135,6 +135,21 @@ class Chain:
     pages: tuple[str, ...]
     hops: tuple[Hop, ...]
     score: float
+
+
+def best_per_document(pages: Iterable[RankedPage], skip: set[str], n: int,
+                      key: Callable[[RankedPage], float] | None = None) -> list[RankedPage]:
+    """The ``n`` best ``pages`` by ``key`` (default: score; ties by page id),
+    one per document, of documents not in ``skip``: where chains start."""
+    key = key or (lambda p: p.score)
+    out, seen = [], set(skip)
+    for p in sorted(pages, key=lambda p: (-key(p), p.page_id)):
+        if p.doc_id not in seen:
+            seen.add(p.doc_id)
+            out.append(p)
+            if len(out) == n:
+                break
+    return out
 
 
 def chain_path(chain: Chain, i: int, by_id: dict[str, RankedPage]) -> list[str]:
