@@ -49,10 +49,12 @@ def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
         where[pid].bridging = tuple(sids)
 
 
+@lru_cache(maxsize=65_536)
 def bridge_name(entity_id: str, name: str) -> bool:
     """Can an entity be a bridge: a code, a quantity or band
     (:mod:`pilar.ingest.quantities`: a value linked to the range holding
-    it), or a proper name of two or more words?"""
+    it), or a proper name of two or more words? (Kept: every hop asks it of
+    hundreds of entities.)"""
     return is_code(entity_id) or is_measure(entity_id) or proper_name(name)
 
 
