@@ -435,6 +435,7 @@ class BridgeExpander:
         first)."""
         units = self._units_on([p.page_id for p in frontier])
         relevance = self._relevance(units, qterms, query, memo)
+        facts = self._page_facts(units)
         out: dict[str, tuple[float, str, Unit]] = {}
         n = self.s.bridge_units
         picks: list[tuple[str, list, list]] = []
@@ -443,13 +444,13 @@ class BridgeExpander:
             wanted = names_matcher(into.get(page.page_id, ()))
             scored, bridging = [], []
             held = on.get(page.page_id, set())
-            for u, rel in zip(us, relevance[page.page_id]):
+            for u, rel, leads in zip(us, relevance[page.page_id], facts[page.page_id][3]):
                 if wanted(u.text):
                     rel = (rel + 0.5) / 1.5
                     bridging.append((rel, u.support_id, u))
                 elif u.support_id in held:
                     out[u.support_id] = (rel, page.page_id, u)
-                if may_lead(u):
+                if leads:
                     scored.append((rel, u.support_id, u))
             for rows in (scored, bridging):
                 rows.sort(key=lambda t: (-t[0], t[1]))
@@ -471,7 +472,7 @@ class BridgeExpander:
         vector read for the pages ``memo`` does not hold yet."""
         new = {pid: us for pid, us in units.items() if pid not in memo.relevance}
         cosines: dict[str, float] = {}  # once a run
-        for pid, (counts, leaders, vectors) in self._page_facts(new).items():
+        for pid, (counts, leaders, vectors, _) in self._page_facts(new).items():
             cosines.update((uid, float(vec @ query)) for uid, vec in vectors.items()
                            if uid not in cosines)
             lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
@@ -481,10 +482,11 @@ class BridgeExpander:
         return {pid: memo.relevance[pid] for pid in units}
 
     def _page_facts(self, units: dict[str, list[Unit]]
-                    ) -> dict[str, tuple[list, list[str], dict[str, np.ndarray]]]:
+                    ) -> dict[str, tuple[list, list[str], dict[str, np.ndarray], list[bool]]]:
         """``{page_id: (term counts of each unit, the id of its run's first
-        unit, {that id: its vector})}`` of the pages of ``units`` (kept like
-        the units; one vector read for the pages not kept)."""
+        unit, {that id: its vector}, whether it :func:`may_lead`)}`` of the
+        pages of ``units`` (kept like the units; one vector read for the
+        pages not kept)."""
         with self._lock:
             out = {pid: self._facts[pid] for pid in units if pid in self._facts}
         new = {pid: group_leaders(us) for pid, us in units.items() if pid not in out}
@@ -493,7 +495,8 @@ class BridgeExpander:
         for pid, leader in new.items():
             of = [leader[u.unit_id] for u in units[pid]]
             out[pid] = ([unit_term_counts(u) for u in units[pid]], of,
-                        {x: vectors[x] for x in of if x in vectors})
+                        {x: vectors[x] for x in of if x in vectors},
+                        [may_lead(u) for u in units[pid]])
         with self._lock:
             self._facts.update((pid, out[pid]) for pid in new)
         return {pid: out[pid] for pid in units}
