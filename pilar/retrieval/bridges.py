@@ -468,8 +468,8 @@ class BridgeExpander:
                    query: np.ndarray, memo: _Memo) -> dict[str, list[float]]:
         """``{page_id: [relevance 0-1 of each unit]}``: 0.5 BM25 of the
         question over the page's units (min-max normalised within the page)
-        + 0.5 cosine of the unit's run vector (:func:`group_leaders`), one
-        vector read for the pages ``memo`` does not hold yet."""
+        + 0.5 cosine of the unit's run vector (:func:`group_leaders`), for
+        the pages ``memo`` does not hold yet (their facts: :meth:`_page_facts`)."""
         new = {pid: us for pid, us in units.items() if pid not in memo.relevance}
         cosines: dict[str, float] = {}  # once a run
         for pid, (counts, leaders, vectors, _) in self._page_facts(new).items():
