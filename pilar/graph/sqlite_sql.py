@@ -168,7 +168,7 @@ ORDER BY 1, 2, 10
 # name, documents) with documents counted up to ?2 + 1; ('page', entity,
 # support, document, page, entity reached) for bridges of at most ?2 documents,
 # every page (the caller keeps the first by document and page). A mention's
-# document and page are its own columns (migration 11), read from the index
+# document and page are its own columns (migration 12), read from the index
 # mentions_entity_place.
 BRIDGES = """
 WITH src(sid) AS (SELECT DISTINCT value FROM json_each(?1)),

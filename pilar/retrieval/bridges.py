@@ -144,10 +144,9 @@ class BridgeExpander:
         self._units: OrderedDict[str, list[Unit]] = OrderedDict()
         self._lock = threading.Lock()
         self._kind_cache: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
-        # what is worked out of a page's units, kept as they are (see _units_on)
-        self._contexts: LRUCache = LRUCache(16 * UNIT_PAGES)
-        self._records: LRUCache = LRUCache(8 * UNIT_PAGES)
-        self._facts: LRUCache = LRUCache(UNIT_PAGES)
+        # what is worked out of pages' units, kept as they are (see _units_on)
+        self._contexts, self._records, self._facts = (
+            LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES))
 
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
@@ -490,8 +489,7 @@ class BridgeExpander:
         with self._lock:
             out = {pid: self._facts[pid] for pid in units if pid in self._facts}
         new = {pid: group_leaders(us) for pid, us in units.items() if pid not in out}
-        vectors = self.index.unit_vectors(sorted({x for ls in new.values() for x in ls.values()})
-                                          ) if new else {}
+        vectors = self.index.unit_vectors(sorted({x for ls in new.values() for x in ls.values()}))
         for pid, leader in new.items():
             of = [leader[u.unit_id] for u in units[pid]]
             out[pid] = ([unit_term_counts(u) for u in units[pid]], of,

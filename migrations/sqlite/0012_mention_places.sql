@@ -1,4 +1,4 @@
--- pilar embedded store, schema version 11: each mention carries the document
+-- pilar embedded store, schema version 12: each mention carries the document
 -- and page of its support (as the support's provenance gives them), filled by
 -- a trigger whoever inserts it, and an index of an entity's mentions by
 -- document and page: bridge expansion (BRIDGES in pilar/graph/sqlite_sql.py)
