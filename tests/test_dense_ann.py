@@ -93,6 +93,24 @@ def test_writes_and_deletes_are_followed_without_a_rebuild(tmp_path):
     index.close()
 
 
+def test_kept_compact_copies_follow_a_page_written_again(tmp_path):
+    ann = _open(tmp_path)
+    _add(ann, "aaaa", pages=2)
+    exact = SqlitePageIndex(ann.db, ExactDense(ann.db))
+    ids = ["aaaa:1", "aaaa:2"]
+    rowids = ann.db.conn.execute("SELECT rowid FROM index_pages ORDER BY rowid").fetchall()
+    for q in _vectors(3):
+        assert ann.dense_for(q, ids) == pytest.approx(exact.dense_for(q, ids), abs=1e-6)
+    assert sorted(ann.dense._compact) == [r for (r,) in rowids]  # cast once, kept
+    ann.delete_document("aaaa")
+    _add(ann, "aaaa", pages=2)  # other vectors in the same page rowids
+    assert ann.db.conn.execute("SELECT rowid FROM index_pages ORDER BY rowid").fetchall() \
+        == rowids
+    for q in _vectors(3):
+        assert ann.dense_for(q, ids) == pytest.approx(exact.dense_for(q, ids), abs=1e-6)
+    ann.close()
+
+
 def test_a_rolled_back_write_never_reaches_the_index(tmp_path):
     index = _open(tmp_path)
     _add(index, "aaaa")

@@ -3,7 +3,9 @@ keep working without a re-ingest: the graph migrations give every collection
 its own copy of the entities its documents used (SQLite migration 9, Neo4j
 migration 6), on a real SQLite file and the real Neo4j of tests/servers; a
 store written before units kept their packing statistics (SQLite migration
-10) gets them on its first search."""
+10) gets them on its first search; a store written before mentions carried
+their support's document and page (SQLite migration 12) reads the same
+bridges once they are filled."""
 
 from __future__ import annotations
 
@@ -54,14 +56,14 @@ def test_sqlite_store_of_shared_entities_is_split_per_collection(tmp_path, monke
     from pilar.migrations import migration_files
 
     files = migration_files("sqlite", ".sql")
-    assert [v for v, _ in files][8:] == [9, 10, 11]
+    assert [v for v, _ in files][8:] == [9, 10, 11, 12]
     monkeypatch.setattr(pilar.db, "migration_files", lambda *_: files[:8])
     old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
     a, b = _legacy(old)
     old.close()
     monkeypatch.undo()
     store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
-    assert store.db.schema_version == 11 and store.migrate() == []
+    assert store.db.schema_version == 12 and store.migrate() == []
     _check_split(store, a, b)
     indexes = {r[0] for r in store.db.conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'supports'")}
@@ -84,7 +86,7 @@ def test_sqlite_store_before_unit_statistics_gets_them_on_first_search(tmp_path,
     old.close()
     monkeypatch.undo()
     p = Pilar(home=tmp_path)
-    assert p.graph.db.schema_version == 11
+    assert p.graph.db.schema_version == 12
     pid = f"{r.doc_id}:1"
     assert [u.stats for u in p.graph.units_on_pages([pid])[pid]] == [None] * r.n_units
     hit = p.search("what is the tallest building in kanpur?", budget=1024)
@@ -93,6 +95,42 @@ def test_sqlite_store_before_unit_statistics_gets_them_on_first_search(tmp_path,
     assert len(units) == r.n_units == 9
     assert all(u.stats is not None and u.stats.tokenizer == p.tokens.name for u in units)
     p.close()
+
+
+def test_sqlite_store_before_mention_places_reads_the_same_bridges(tmp_path, monkeypatch,
+                                                                    shared_data):
+    import pilar.db
+    from pilar.db import SqliteDatabase
+    from pilar.graph.sqlite import SqliteGraphStore
+    from pilar.ingest import parse
+    from pilar.migrations import migration_files
+
+    files = migration_files("sqlite", ".sql")
+    assert files[11][0] == 12 and files[11][1].name == "0012_mention_places.sql"
+    docs = [parse(shared_data / "multihop2" / f"{n}.html") for n in
+            ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "ont_vessel_schedule_w23"]]
+    details = [s.support_id for s in docs[0].supports if "VC-24-1183" in s.text]
+    fresh = SqliteGraphStore(SqliteDatabase(tmp_path / "fresh.sqlite"))
+    for parsed in docs:
+        fresh.write_document(parsed)
+    expected = fresh.bridges(details, 10, 20)
+    fresh.close()
+    monkeypatch.setattr(pilar.db, "migration_files", lambda *_: files[:11])
+    old = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    for parsed in docs[:2]:
+        old.write_document(parsed)
+    old.close()
+    monkeypatch.undo()
+    store = SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    assert store.db.schema_version == 12
+    store.write_document(docs[2])  # a mention written after: placed by the trigger
+    places = store.db.conn.execute(
+        "SELECT count(*), count(doc_id), count(page) FROM mentions").fetchone()
+    assert places[0] > 0 and places == (places[0],) * 3
+    found = store.bridges(details, 10, 20)
+    assert found == expected and any(b.entity_id == "code:vc241183" and len(b.pages) == 2
+                                     for b in found)
+    store.close()
 
 
 @pytest.mark.neo4j

@@ -158,3 +158,28 @@ def test_migrate_is_idempotent(page_index):
     _fill(page_index)
     assert page_index.migrate() == []
     assert page_index.count() == 4
+
+
+def test_embedded_bm25_of_a_text_is_its_query_score_also_after_a_write(tmp_path):
+    """The embedded index sums each term's kept BM25 (SqlitePageIndex.bm25_each):
+    the very float FTS5 gives the text's OR-query, and read anew once the
+    store changes (the new page moves every IDF and the mean length)."""
+    from pilar.db import SqliteDatabase
+    from pilar.retrieval.sqlite import SqlitePageIndex, fts_query
+
+    index = SqlitePageIndex(SqliteDatabase(tmp_path / "pilar.sqlite"))
+    _fill(index)
+    q = "the tallest building of the old city, built in Kanpur"
+
+    def query() -> dict[str, float]:
+        return {pid: -s for pid, s in index.db.conn.execute(
+            "SELECT p.page_id, bm25(page_fts) FROM page_fts JOIN index_pages p "
+            "ON p.rowid = page_fts.rowid WHERE page_fts MATCH ?", (fts_query(q),))}
+
+    pages = [*TEXTS, "eeee:1"]
+    assert index.bm25_for(q, pages) == query() and len(query()) == 2
+    assert index.bm25_for(q, pages) == query()  # kept
+    index.add_pages([Page("eeee", 1, "A building in Kanpur, the tallest of its street.")],
+                    [np.stack([unit(1)])], [[None]])
+    assert index.bm25_for(q, pages) == query() and len(query()) == 3
+    index.close()

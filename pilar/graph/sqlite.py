@@ -433,19 +433,19 @@ class SqliteGraphStore:
             return []
         found: dict[str, Bridge] = {}
         sources: dict[str, list[str]] = {}
-        rows = self.db.conn.execute(sql.BRIDGES, (json.dumps(list(support_ids)), max_documents,
-                                                  limit)).fetchall()
-        for kind, eid, a, b, c in rows:
+        pages: dict[str, list[tuple[str, int, str, str]]] = {}
+        for kind, eid, a, b, c, d in self.db.conn.execute(
+                sql.BRIDGES, (json.dumps(list(support_ids)), max_documents)):
             if kind == "from":
                 sources.setdefault(eid, []).append(a)
             elif kind == "docs":
                 found[eid] = Bridge(eid, a, (), b)
-        for kind, eid, a, b, c in rows:
-            if kind == "page" and eid in found:
-                found[eid].pages.append((b, a, c))
+            else:
+                pages.setdefault(eid, []).append((b, c, a, d))
         for eid, bridge in found.items():
             bridge.supports = tuple(sorted(set(sources.get(eid, ()))))
-            bridge.pages.sort()
+            first = sorted(pages.get(eid, ()))[:limit]  # by document, then page number
+            bridge.pages = sorted((f"{doc}:{page}", sid, other) for doc, page, sid, other in first)
         return sorted(found.values(), key=lambda x: x.entity_id)
 
     def template_supports(self, support_ids: list[str], documents: int = 3) -> set[str]:

@@ -163,33 +163,32 @@ FROM assertion_ranked WHERE r <= ?2
 ORDER BY 1, 2, 10
 """
 # bridge expansion (see SqliteGraphStore.bridges): ?1 a JSON array of support
-# ids, ?2 the most documents a bridge may be mentioned in, ?3 pages per bridge.
-# Rows: ('from', entity, support) for each mention on the given supports;
-# ('docs', entity, name, documents) with documents counted up to ?2 + 1;
-# ('page', entity, support, page id, entity reached) for bridges of at most ?2
-# documents, pages in (document, page) order.
+# ids, ?2 the most documents a bridge may be mentioned in. Rows: ('from',
+# entity, support) for each mention on the given supports; ('docs', entity,
+# name, documents) with documents counted up to ?2 + 1; ('page', entity,
+# support, document, page, entity reached) for bridges of at most ?2 documents,
+# every page (the caller keeps the first by document and page). A mention's
+# document and page are its own columns (migration 12), read from the index
+# mentions_entity_place.
 BRIDGES = """
 WITH src(sid) AS (SELECT DISTINCT value FROM json_each(?1)),
 here AS (SELECT m.entity_id AS eid, m.support_id AS sid FROM src JOIN mentions m
          ON m.support_id = src.sid),
 ents AS (SELECT DISTINCT eid FROM here),
 docs AS (SELECT e.eid, (SELECT count(*) FROM (
-            SELECT DISTINCT s.doc_id FROM mentions m JOIN supports s ON s.support_id = m.support_id
-            WHERE m.entity_id = e.eid LIMIT ?2 + 1)) AS n
+            SELECT DISTINCT m.doc_id FROM mentions m WHERE m.entity_id = e.eid LIMIT ?2 + 1)) AS n
          FROM ents e),
 linked(eid, other) AS (
     SELECT eid, eid FROM docs WHERE n <= ?2
     UNION SELECT d.eid, x.target FROM docs d JOIN same_as x ON x.source = d.eid WHERE d.n <= ?2
     UNION SELECT d.eid, x.source FROM docs d JOIN same_as x ON x.target = d.eid WHERE d.n <= ?2),
-hits AS (SELECT l.eid, l.other, s.doc_id, p.page, min(s.support_id) AS sid
+hits AS (SELECT l.eid, l.other, m.doc_id, m.page, min(m.support_id) AS sid
          FROM linked l JOIN mentions m ON m.entity_id = l.other
-         JOIN supports s ON s.support_id = m.support_id
-         JOIN provenance p ON p.provenance_id = s.provenance_id
-         GROUP BY l.eid, s.doc_id, p.page),
-ranked AS (SELECT *, row_number() OVER (PARTITION BY eid ORDER BY doc_id, page) AS r FROM hits)
-SELECT 'from', eid, sid, NULL, NULL FROM here
-UNION ALL SELECT 'docs', d.eid, e.name, d.n, NULL FROM docs d JOIN entities e ON e.entity_id = d.eid
-UNION ALL SELECT 'page', eid, sid, doc_id || ':' || page, other FROM ranked WHERE r <= ?3
+         GROUP BY l.eid, m.doc_id, m.page)
+SELECT 'from', eid, sid, NULL, NULL, NULL FROM here
+UNION ALL SELECT 'docs', d.eid, e.name, d.n, NULL, NULL FROM docs d
+    JOIN entities e ON e.entity_id = d.eid
+UNION ALL SELECT 'page', eid, sid, doc_id, page, other FROM hits
 """
 # ?1 a JSON array of support ids, ?2 the documents that make a text template text: the
 # supports of the same text (by its index) that mention an entity the given one mentions

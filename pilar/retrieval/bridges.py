@@ -87,9 +87,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
+from cachetools import LRUCache
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
@@ -97,8 +97,9 @@ from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
-from pilar.retrieval.chains import (Chain, Coverage, Hop, bridge_name, dated_rows,
-                                    keep_chains, may_lead, record_units, start_names)
+from pilar.retrieval.chains import (Chain, Coverage, Hop, best_per_document, bridge_name,
+                                    chain_path, dated_rows, keep_chains, may_lead,
+                                    record_units, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -108,15 +109,13 @@ __all__ = ["BridgeExpander"]
 
 @dataclass(slots=True)
 class _Memo:
-    """What one search works out once: each page's unit relevance, the
-    supports on a chain's bridge per (page, names, entered), and whether the
-    question asks for an entity where a support names it, which supports
+    """What one search works out once: each page's unit relevance, whether
+    the question asks for an entity where a support names it, which supports
     are template text, which pairs of pages are :func:`siblings`, each
     page's relevance as an end and the question's words each page holds
     (:class:`Coverage`)."""
 
     relevance: dict[str, list[float]] = field(default_factory=dict)
-    on: dict[tuple, frozenset[str] | None] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
     kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
@@ -133,10 +132,6 @@ def _scaled(raw: float, lo: float, hi: float) -> float:
     return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
 
 
-def _label(page: RankedPage) -> str:
-    return (Path(page.source).stem if page.source else "") or page.doc_id
-
-
 class BridgeExpander:
     """See the module docstring; ``settings`` should carry the profile."""
 
@@ -149,6 +144,19 @@ class BridgeExpander:
         self._units: OrderedDict[str, list[Unit]] = OrderedDict()
         self._lock = threading.Lock()
         self._kind_cache: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
+        # what is worked out of pages' units, kept as they are (see _units_on)
+        self._contexts, self._records, self._facts = (
+            LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES))
+
+    def _context(self, unit: Unit, name: str) -> frozenset[str]:
+        """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
+        with self._lock:
+            found = self._contexts.get((unit.support_id, name))
+        if found is None:
+            found = frozenset(tokens(mention_context(unit, name)))
+            with self._lock:
+                self._contexts[unit.support_id, name] = found
+        return found
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
         """:meth:`GraphStore.units_on_pages` through an LRU of
@@ -195,44 +203,46 @@ class BridgeExpander:
         raw = [by_id[pid].trace.get("bm25_raw", 0.0) for pid in shortlist]
         lo, hi = (min(raw), max(raw)) if raw else (0.0, 0.0)
         self._score(question, query, naming, by_id, scope, (lo, hi))
-        starts = self._best(by_id.values(), set(), s.bridge_frontier)
-        starts += self._best((by_id[pid] for pid in naming if pid in by_id),
+        starts = best_per_document(by_id.values(), set(), s.bridge_frontier)
+        starts += best_per_document((by_id[pid] for pid in naming if pid in by_id),
                              {p.doc_id for p in starts}, s.bridge_frontier,
                              key=lambda p: p.score + s.named_start * naming[p.page_id])
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
-        self._kinds([p.page_id for p in starts], by_id, kinds)
-        superseded = self._superseded(question, by_id, kinds)
-        memo = _Memo(coverage=Coverage(question, self.index.bm25_each, shortlist))
-        beam = [Chain((p.page_id,), (), p.score + s.named_start * naming.get(p.page_id, 0.0)
-                      + s.chain_coverage * memo.coverage.of((p.page_id,)))
-                for p in starts]
-        depths = [beam]
-        ends = self._ends(question, names, by_id, shortlist, memo)
-        blocked = frozenset(eid for eid, _ in named)
-        for hop in range(1, s.max_hops + 1):
-            into: dict[str, list[str]] = {}
-            on: dict[str, set[str]] = {}
-            for c in beam:
-                into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops else names)
-                if c.hops:
-                    on.setdefault(c.pages[-1], set()).update(self._on_bridge(
-                        c.pages[-1], [c.hops[-1].name], True, memo) or ())
-            anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query, memo,
-                                    on)
-            if not anchors:
-                break
-            bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
-            reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
-            self._score(question, query, reached, by_id, scope, (lo, hi))
-            found = [pid for pid in reached if pid in by_id]
-            self._kinds(found, by_id, kinds)
-            ends(found)
-            memo.coverage.read(found)
-            grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
-            if not grown:
-                break
-            beam = grown
-            depths.append(beam)
+        memo = _Memo()  # the question's end vector is embedded while the first hop reads
+        with beside(self._ends, question, names, by_id, shortlist, memo) as ending:
+            with beside(Coverage, question, self.index.bm25_each, shortlist) as coverage:
+                self._kinds([p.page_id for p in starts], by_id, kinds)
+                superseded = self._superseded(question, by_id, kinds)
+            memo.coverage = coverage.result()
+            depths = [[Chain((p.page_id,), (),
+                             p.score + s.named_start * naming.get(p.page_id, 0.0)
+                             + s.chain_coverage * memo.coverage.of((p.page_id,)))
+                       for p in starts]]
+            blocked = frozenset(eid for eid, _ in named)
+            for hop in range(1, s.max_hops + 1):
+                beam, into, on = depths[-1], {}, {}
+                for c in beam:
+                    into.setdefault(c.pages[-1], []).extend([c.hops[-1].name] if c.hops
+                                                            else names)
+                    if c.hops:
+                        on.setdefault(c.pages[-1], set()).update(self._on_bridge(
+                            c.pages[-1], [c.hops[-1].name], True) or ())
+                anchors = self._anchors([by_id[pid] for pid in into], into, qterms, query,
+                                        memo, on)
+                if not anchors:
+                    break
+                bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
+                reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
+                self._score(question, query, reached, by_id, scope, (lo, hi))
+                found = [pid for pid in reached if pid in by_id]
+                with beside(memo.coverage.read, found) as reading:
+                    self._kinds(found, by_id, kinds)
+                    ending.result()(found)
+                reading.result()
+                grown = self._grow(beam, specific, reached, by_id, kinds, superseded, memo)
+                if not grown:
+                    break
+                depths.append(grown)
         hops = self._rank(depths, by_id, kinds, superseded)
         if keep is not None:
             top = {p.page_id for p in best_first(by_id.values(), keep)}
@@ -252,38 +262,40 @@ class BridgeExpander:
         ``bridge_paths`` of them are the best by their score without their
         last page's (``memo.end``: :meth:`_ends` has filled it)."""
         s = self.s
-        by_source: dict[str, list[tuple[str, Hop]]] = {}
+        by_source: dict[str, dict[str, list[Hop]]] = {}  # source -> reached page -> hops
         for pid, found in reached.items():
             if pid in by_id:
                 for h in found:
-                    by_source.setdefault(h.source, []).append((pid, h))
+                    by_source.setdefault(h.source, {}).setdefault(pid, []).append(h)
         grown: dict[tuple[str, ...], Chain] = {}
         for c in beam:
             used = {h.bridge for h in c.hops}
             docs = {by_id[pid].doc_id for pid in c.pages}
             on = self._on_bridge(c.pages[-1], [c.hops[-1].name] if c.hops else names,
-                                 bool(c.hops), memo)
+                                 bool(c.hops))
             held = memo.coverage.best(c.pages)
             covered = memo.coverage.of(c.pages, held)
-            for pid, h in by_source.get(c.pages[-1], ()):
-                if h.bridge in used or by_id[pid].doc_id in docs or pid in superseded:
+            last = memo.end[c.pages[-1]] if c.hops else 0.0
+            for pid, found in by_source.get(c.pages[-1], {}).items():
+                found = [h for h in found if h.bridge not in used]
+                if not found or by_id[pid].doc_id in docs or pid in superseded:
                     continue
                 for x in c.pages:
                     if (pid, x) not in memo.kin:
                         memo.kin[pid, x] = siblings(kinds[pid], kinds[x])
                 if any(memo.kin[pid, x] for x in c.pages):
                     continue
-                weight = h.weight * (1.0 if on is None or h.source_support in on
-                                     else s.off_bridge)
-                last = memo.end[c.pages[-1]] if c.hops else 0.0
-                score = (c.score - last + memo.end[pid] + s.chain_coverage * (
+                base = c.score - last + memo.end[pid] + s.chain_coverage * (
                     memo.coverage.of(c.pages, held, pid) - covered)
-                         + s.bridge_cost * math.log(max(weight, 1e-6)))
                 key = c.pages + (pid,)
-                if key not in grown or score > grown[key].score:
-                    if weight != h.weight:
-                        h = replace(h, weight=round(weight, 4))
-                    grown[key] = Chain(key, c.hops + (h,), round(score, 6))
+                for h in found:
+                    weight = h.weight * (1.0 if on is None or h.source_support in on
+                                         else s.off_bridge)
+                    score = base + s.bridge_cost * math.log(max(weight, 1e-6))
+                    if key not in grown or score > grown[key].score:
+                        if weight != h.weight:
+                            h = replace(h, weight=round(weight, 4))
+                        grown[key] = Chain(key, c.hops + (h,), round(score, 6))
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
     def _ends(self, question: str, names: list[str], by_id: dict[str, RankedPage],
@@ -363,7 +375,7 @@ class BridgeExpander:
             page = by_id[pid]
             hops[pid] = c.hops[i - 1]
             page.trace["hop"] = i
-            page.trace["bridge_path"] = self._path(c, i, by_id)
+            page.trace["bridge_path"] = chain_path(c, i, by_id)
         lead: tuple[str, ...] = depths[1][0].pages if len(depths) > 1 else ()
         for beam in depths[2:]:
             if beam[0].pages[: len(lead)] != lead:
@@ -403,21 +415,6 @@ class BridgeExpander:
             while len(self._kind_cache) > 8 * UNIT_PAGES:
                 self._kind_cache.popitem(last=False)
 
-    @staticmethod
-    def _best(pages: Iterable[RankedPage], skip: set[str], n: int,
-              key=None) -> list[RankedPage]:
-        """The ``n`` best pages by ``key`` (default: score), one per
-        document, of documents not in ``skip``."""
-        key = key or (lambda p: p.score)
-        out, seen = [], set(skip)
-        for p in sorted(pages, key=lambda p: (-key(p), p.page_id)):
-            if p.doc_id not in seen:
-                seen.add(p.doc_id)
-                out.append(p)
-                if len(out) == n:
-                    break
-        return out
-
     def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
                  qterms: tuple[str, ...], query: np.ndarray, memo: _Memo,
                  on: dict[str, set[str]]) -> dict[str, tuple[float, str, Unit]]:
@@ -437,6 +434,7 @@ class BridgeExpander:
         first)."""
         units = self._units_on([p.page_id for p in frontier])
         relevance = self._relevance(units, qterms, query, memo)
+        facts = self._page_facts(units)
         out: dict[str, tuple[float, str, Unit]] = {}
         n = self.s.bridge_units
         picks: list[tuple[str, list, list]] = []
@@ -445,13 +443,13 @@ class BridgeExpander:
             wanted = names_matcher(into.get(page.page_id, ()))
             scored, bridging = [], []
             held = on.get(page.page_id, set())
-            for u, rel in zip(us, relevance[page.page_id]):
+            for u, rel, leads in zip(us, relevance[page.page_id], facts[page.page_id][3]):
                 if wanted(u.text):
                     rel = (rel + 0.5) / 1.5
                     bridging.append((rel, u.support_id, u))
                 elif u.support_id in held:
                     out[u.support_id] = (rel, page.page_id, u)
-                if may_lead(u):
+                if leads:
                     scored.append((rel, u.support_id, u))
             for rows in (scored, bridging):
                 rows.sort(key=lambda t: (-t[0], t[1]))
@@ -469,22 +467,37 @@ class BridgeExpander:
                    query: np.ndarray, memo: _Memo) -> dict[str, list[float]]:
         """``{page_id: [relevance 0-1 of each unit]}``: 0.5 BM25 of the
         question over the page's units (min-max normalised within the page)
-        + 0.5 cosine of the unit's run vector (:func:`group_leaders`), one
-        vector read for the pages ``memo`` does not hold yet."""
+        + 0.5 cosine of the unit's run vector (:func:`group_leaders`), for
+        the pages ``memo`` does not hold yet (their facts: :meth:`_page_facts`)."""
         new = {pid: us for pid, us in units.items() if pid not in memo.relevance}
-        leaders = {}
-        for us in new.values():
-            leaders.update(group_leaders(us))
-        vectors = self.index.unit_vectors(sorted(set(leaders.values()))) if leaders else {}
-        for pid, us in new.items():
-            counts = [unit_term_counts(u) for u in us]
+        cosines: dict[str, float] = {}  # once a run
+        for pid, (counts, leaders, vectors, _) in self._page_facts(new).items():
+            cosines.update((uid, float(vec @ query)) for uid, vec in vectors.items()
+                           if uid not in cosines)
             lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
-            memo.relevance[pid] = []
-            for i, u in enumerate(us):
-                vec = vectors.get(leaders.get(u.unit_id, ""))
-                dense = float(vec @ query) if vec is not None else 0.0
-                memo.relevance[pid].append(0.5 * lexical.get(i, 0.0) + 0.5 * max(dense, 0.0))
+            memo.relevance[pid] = [0.5 * lexical.get(i, 0.0)
+                                   + 0.5 * max(cosines.get(uid, 0.0), 0.0)
+                                   for i, uid in enumerate(leaders)]
         return {pid: memo.relevance[pid] for pid in units}
+
+    def _page_facts(self, units: dict[str, list[Unit]]
+                    ) -> dict[str, tuple[list, list[str], dict[str, np.ndarray], list[bool]]]:
+        """``{page_id: (term counts of each unit, the id of its run's first
+        unit, {that id: its vector}, whether it :func:`may_lead`)}`` of the
+        pages of ``units`` (kept like the units; one vector read for the
+        pages not kept)."""
+        with self._lock:
+            out = {pid: self._facts[pid] for pid in units if pid in self._facts}
+        new = {pid: group_leaders(us) for pid, us in units.items() if pid not in out}
+        vectors = self.index.unit_vectors(sorted({x for ls in new.values() for x in ls.values()}))
+        for pid, leader in new.items():
+            of = [leader[u.unit_id] for u in units[pid]]
+            out[pid] = ([unit_term_counts(u) for u in units[pid]], of,
+                        {x: vectors[x] for x in of if x in vectors},
+                        [may_lead(u) for u in units[pid]])
+        with self._lock:
+            self._facts.update((pid, out[pid]) for pid in new)
+        return {pid: out[pid] for pid in units}
 
     def _bridging_units(self, hops: dict[str, Hop], qterms: tuple[str, ...],
                         query: np.ndarray, memo: _Memo) -> dict[str, Hop]:
@@ -505,8 +518,8 @@ class BridgeExpander:
                                                         h.source_support, units[pid]))
         return out
 
-    def _on_bridge(self, page_id: str, names: list[str], entered: bool,
-                   memo: _Memo) -> frozenset[str] | None:
+    def _on_bridge(self, page_id: str, names: list[str], entered: bool
+                   ) -> frozenset[str] | None:
         """The supports of ``page_id`` a chain that came to it through
         ``names`` may leave from at full weight (the others keep
         ``off_bridge``), or None for all: on a page a bridge reached (``entered``),
@@ -518,12 +531,16 @@ class BridgeExpander:
         "Dimensions" tables are one record);
         on a start, the rows naming the question's entity when all of them
         are rows of a register (tables of more than two columns: the other
-        rows are other things), else all."""
+        rows are other things), else all (:func:`~pilar.retrieval.chains.record_units`,
+        kept between searches)."""
         key = (page_id, tuple(names), entered)
-        if key not in memo.on:
-            memo.on[key] = record_units(self._units_on([page_id]).get(page_id, []), names,
-                                        entered)
-        return memo.on[key]
+        with self._lock:
+            if key in self._records:
+                return self._records[key]
+        found = record_units(self._units_on([page_id]).get(page_id, []), names, entered)
+        with self._lock:
+            self._records[key] = found
+        return found
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],
@@ -545,8 +562,8 @@ class BridgeExpander:
                 if sid in anchors:
                     _, source, unit = anchors[sid]
                     if (sid, b.entity_id) not in memo.asked:
-                        memo.asked[sid, b.entity_id] = bool(
-                            asks & set(tokens(mention_context(unit, b.name))))
+                        memo.asked[sid, b.entity_id] = not asks.isdisjoint(
+                            self._context(unit, b.name))
                     asked = memo.asked[sid, b.entity_id]
                     leaving.append((source, sid, spec * (1.0 if asked else s.unasked), asked))
             for pid, support, _ in b.pages:
@@ -580,12 +597,3 @@ class BridgeExpander:
                                     round(norm, 6), round(dense[pid], 6),
                                     {"bm25_raw": round(raw.get(pid, 0.0), 4), "base": base,
                                      "seed": False, "expanded": True})
-
-    @staticmethod
-    def _path(chain: "Chain", i: int, by_id: dict[str, RankedPage]) -> list[str]:
-        """``["question", "X", "QC-09 (unit of X)", "Y", ...]``: the hops of
-        ``chain`` up to its ``i``-th page."""
-        steps = ["question", _label(by_id[chain.pages[0]])]
-        for h, pid in zip(chain.hops[:i], chain.pages[1:i + 1]):
-            steps += [f"{h.name} (unit of {_label(by_id[h.source])})", _label(by_id[pid])]
-        return steps

@@ -10,9 +10,10 @@ puts first (:func:`mark_bridging`), the rows a hop carries for a date
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -25,8 +26,8 @@ from pilar.parts import words
 from pilar.retrieval.naming import names_matcher
 from pilar.retrieval.terms import tokens
 
-__all__ = ["Chain", "Coverage", "Hop", "bridge_name", "dated_rows", "keep_chains",
-           "mark_bridging", "may_lead", "record_units"]
+__all__ = ["Chain", "Coverage", "Hop", "best_per_document", "bridge_name", "chain_path",
+           "dated_rows", "keep_chains", "mark_bridging", "may_lead", "record_units"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -48,10 +49,12 @@ def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
         where[pid].bridging = tuple(sids)
 
 
+@lru_cache(maxsize=65_536)
 def bridge_name(entity_id: str, name: str) -> bool:
     """Can an entity be a bridge: a code, a quantity or band
     (:mod:`pilar.ingest.quantities`: a value linked to the range holding
-    it), or a proper name of two or more words?"""
+    it), or a proper name of two or more words? (Kept: every hop asks it of
+    hundreds of entities.)"""
     return is_code(entity_id) or is_measure(entity_id) or proper_name(name)
 
 
@@ -134,6 +137,33 @@ class Chain:
     pages: tuple[str, ...]
     hops: tuple[Hop, ...]
     score: float
+
+
+def best_per_document(pages: Iterable[RankedPage], skip: set[str], n: int,
+                      key: Callable[[RankedPage], float] | None = None) -> list[RankedPage]:
+    """The ``n`` best ``pages`` by ``key`` (default: score; ties by page id),
+    one per document, of documents not in ``skip``: where chains start."""
+    key = key or (lambda p: p.score)
+    out, seen = [], set(skip)
+    for p in sorted(pages, key=lambda p: (-key(p), p.page_id)):
+        if p.doc_id not in seen:
+            seen.add(p.doc_id)
+            out.append(p)
+            if len(out) == n:
+                break
+    return out
+
+
+def chain_path(chain: Chain, i: int, by_id: dict[str, RankedPage]) -> list[str]:
+    """``["question", "X", "QC-09 (unit of X)", "Y", ...]``: the hops of
+    ``chain`` up to its ``i``-th page (``by_id``: the pages by id), each page
+    named by its source file's stem (its document id without one)."""
+    def label(page: RankedPage) -> str:
+        return (Path(page.source).stem if page.source else "") or page.doc_id
+    steps = ["question", label(by_id[chain.pages[0]])]
+    for h, pid in zip(chain.hops[:i], chain.pages[1:i + 1]):
+        steps += [f"{h.name} (unit of {label(by_id[h.source])})", label(by_id[pid])]
+    return steps
 
 
 def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: int

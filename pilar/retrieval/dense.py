@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import numpy as np
+from cachetools import LRUCache
 
 from pilar.model import Scope
 from pilar.parts import batched
@@ -173,6 +174,9 @@ class ExactDense:
             return self._state
 
 
+COMPACT_BYTES = 32 << 20
+"""Bytes of float32 compact copies an :class:`AnnDense` keeps (the 10,422
+vectors of 484 pages at 384 dimensions take 16 MB)."""
 _CHUNK_BITS = 24  # ANN key = page rowid << 24 | chunk (up to 16M vectors a page)
 # how far a compact copy's cosine may fall from the float32 one (384-d unit vectors)
 _MARGIN = {"i8": 0.03, "f16": 0.002}
@@ -220,6 +224,8 @@ class AnnDense:
         self._saved_seq = 0
         self._stamp: int | None = None
         self._epoch: str | None = None
+        # page rowid -> its vectors' compact copies as float32 (see _compact_blocks)
+        self._compact: LRUCache = LRUCache(COMPACT_BYTES, getsizeof=lambda m: m.nbytes)
 
     # -- reads -----------------------------------------------------------------
 
@@ -291,25 +297,51 @@ class AnnDense:
             if not rows:
                 return out
             q = query.astype(np.float32)
-            keys = np.concatenate([(rowid << _CHUNK_BITS) + np.arange(n, dtype=np.uint64)
-                                   for _, rowid, n in rows]).astype(np.uint64)
-            compact = self._index.get(keys) if self._index is not None else None
+            blocks = self._compact_blocks([(rowid, n) for _, rowid, n in rows])
             wanted: list[tuple[int, int]] = []  # (page rowid, chunk) to read as float32
-            start = 0
             for _, rowid, n in rows:
-                got = compact[start:start + n] if compact is not None else [None]
-                start += n
-                if any(v is None for v in got):
+                block = blocks.get(rowid)
+                if block is None:
                     # not in the index yet (e.g. this thread's own uncommitted
                     # page is not visible to it): every vector of the page
                     wanted += [(rowid, j) for j in range(n)]
                     continue
-                sims = np.stack(got).astype(np.float32) @ q
+                sims = block @ q
                 # every chunk the compact copy cannot tell from the best one
                 wanted += [(rowid, int(j))
                            for j in np.flatnonzero(sims >= sims.max() - _MARGIN[self.dtype])]
             out.update(_read_exact(c, q, wanted, {rowid: pid for pid, rowid, _ in rows}))
             return out
+
+    def _compact_blocks(self, pages: list[tuple[int, int]]) -> dict[int, np.ndarray]:
+        """``{page rowid: (n, dim) float32}``: the index's compact copies of
+        the ``n`` vectors of each of ``pages`` (``(rowid, n)``) it holds
+        whole, cast once and kept (:data:`COMPACT_BYTES`) until the page
+        changes in the log."""
+        with self._lock:
+            out = {rowid: m for rowid, n in pages
+                   if (m := self._compact.get(rowid)) is not None and len(m) == n}
+            index = self._index
+        missing = [(rowid, n) for rowid, n in pages if rowid not in out]
+        if not missing or index is None:
+            return out
+        keys = np.concatenate([(rowid << _CHUNK_BITS) + np.arange(n, dtype=np.uint64)
+                               for rowid, n in missing]).astype(np.uint64)
+        compact = index.get(keys)
+        held = [v is not None for v in compact]
+        if not any(held):
+            return out
+        block = np.stack([v for v, h in zip(compact, held) if h]).astype(np.float32)
+        at = np.cumsum(held) - 1  # row of key i in block
+        start, new = 0, {}
+        for rowid, n in missing:
+            if all(held[start:start + n]):
+                new[rowid] = block[at[start]:at[start] + n].copy()
+            start += n
+        with self._lock:
+            for rowid, m in new.items():
+                self._compact[rowid] = m
+        return {**out, **new}
 
     # -- following the store ---------------------------------------------------
 
@@ -328,6 +360,7 @@ class AnnDense:
             stale: dict[int, int] = {}
             for rowid, op, n in changes:
                 final[rowid] = op
+                self._compact.pop(rowid, None)
                 if op == "del":
                     stale[rowid] = max(stale.get(rowid, 0), n)
             for rowid, n in stale.items():
@@ -361,6 +394,7 @@ class AnnDense:
         """Load the newest usable saved index (or start empty)."""
         from usearch.index import Index
 
+        self._compact.clear()
         epoch = c.execute("SELECT value FROM index_meta WHERE key = 'dense_epoch'").fetchone()
         self._epoch = epoch[0] if epoch else "0"
         last = c.execute("SELECT max(seq) FROM index_changes").fetchone()[0] or 0
@@ -421,3 +455,4 @@ class AnnDense:
             except OSError as exc:
                 log.warning("dense index not saved to %s: %s", self.folder, exc)
             self._index = None
+            self._compact.clear()

@@ -93,11 +93,16 @@ def _matcher(names: frozenset[str]):
             by_first.setdefault(_GROUP.match(key, 1).group(), set()).add(key)
     if not by_first:
         return lambda text: False
-    firsts = frozenset(by_first)
+    keys = tuple((g, tuple(ks)) for g, ks in by_first.items())
 
     def match(text: str) -> bool:
         key, groups = _text_key(text)
-        return any(k in key for g in firsts & groups for k in by_first[g])
+        for g, ks in keys:  # a few names: faster than intersecting the sets
+            if g in groups:
+                for k in ks:
+                    if k in key:
+                        return True
+        return False
     return match
 
 
@@ -166,13 +171,14 @@ def title_key(title: str) -> str:
     return normalise("".join(c for c in title if not c.isdigit()))
 
 
+@lru_cache(maxsize=65_536)
 def siblings(a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> bool:
     """Are two pages, as ``(title_key, template)``, of one kind: titles alike
     once codes and digits are out (rapidfuzz ratio >= 85), or at least three
     section headings shared and half of all (Jaccard >= 0.5)? Two incident
     reports, two versions of a tariff, the particulars of sister ships: a
     chain never holds two siblings (the second would be the distractor
-    beside the page it holds)."""
+    beside the page it holds). Kept for the next search."""
     if a[0] and b[0] and fuzz.ratio(a[0], b[0]) >= 85:
         return True
     shared = len(a[1] & b[1])

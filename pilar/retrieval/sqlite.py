@@ -10,6 +10,7 @@ beside the file that follows the store's change log).
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 
@@ -20,6 +21,11 @@ from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
 from pilar.db import SqliteDatabase
 
 
+def _quoted(term: str) -> str:
+    """``term`` as an FTS5 string (no user text is read as FTS syntax)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 def fts_query(question: str) -> str | None:
     """An FTS5 MATCH expression OR-ing the question's content words
     (:func:`pilar.retrieval.query_terms`, each quoted, so no user text is
@@ -27,7 +33,15 @@ def fts_query(question: str) -> str | None:
     terms = query_terms(question)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join(map(_quoted, terms))
+
+
+EACH = 100
+"""Terms :meth:`SqlitePageIndex.bm25_each` reads in one statement (SQLite
+allows 500 arms in a compound select)."""
+TERM_PAGES = 200_000
+"""(term, page) BM25 scores a :class:`SqlitePageIndex` keeps until the store
+changes (then, or past this many, it starts again)."""
 
 
 class SqlitePageIndex:
@@ -38,6 +52,10 @@ class SqlitePageIndex:
     def __init__(self, db: SqliteDatabase, dense: DenseSearch | None = None):
         self.db = db
         self.dense = dense or ExactDense(db)
+        self._terms: dict[str, dict[str, float | None]] = {}  # None: read, no match
+        self._terms_stamp: int | None = None  # the store's data_version they were read at
+        self._terms_kept = 0
+        self._terms_lock = threading.Lock()
 
     def migrate(self) -> list[int]:
         """Apply pending ``migrations/sqlite`` files (shared with the graph store)."""
@@ -139,19 +157,60 @@ class SqlitePageIndex:
 
     def bm25_for(self, question: str, page_ids: list[str]) -> dict[str, float]:
         """``{page_id: bm25}`` restricted to ``page_ids`` (pages without a match are absent)."""
-        match = fts_query(question)
-        if match is None or not page_ids:
-            return {}
-        marks = ",".join("?" * len(page_ids))
-        rows = self.db.conn.execute(
-            "SELECT p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
-            f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ? AND p.page_id IN ({marks})",
-            (match, *page_ids)).fetchall()
-        return {pid: float(s) for pid, s in rows}
+        return self.bm25_each([question], page_ids)[0]
 
     def bm25_each(self, texts: list[str], page_ids: list[str]) -> list[dict[str, float]]:
-        """:meth:`bm25_for` of each of ``texts``, in order (one query each)."""
-        return [self.bm25_for(text, page_ids) for text in texts]
+        """:meth:`bm25_for` of each of ``texts``, in order. FTS5's BM25 of a
+        text's OR-query (:func:`fts_query`) is the sum, term by term in
+        order, of each term's own BM25 (each phrase weighs its part by its
+        own IDF; the same float, bit for bit, on the stores' questions):
+        the terms' scores are read once for all texts
+        (:meth:`_term_scores`) and summed."""
+        terms = [query_terms(text) for text in texts]
+        scores = self._term_scores(list(dict.fromkeys(t for ts in terms for t in ts)),
+                                   list(dict.fromkeys(page_ids)))
+        out: list[dict[str, float]] = []
+        for ts in terms:
+            summed: dict[str, float] = {}
+            for t in ts:  # in the query's order, as FTS5 adds them
+                for pid, score in scores[t].items():
+                    summed[pid] = summed.get(pid, 0.0) + score
+            out.append(summed)
+        return out
+
+    def _term_scores(self, terms: list[str], page_ids: list[str]) -> dict[str, dict[str, float]]:
+        """``{term: {page_id: bm25}}`` of each of ``terms`` alone on the
+        ``page_ids`` it matches: the (term, page) pairs not kept since the
+        store last changed are read, in one statement per :data:`EACH`
+        terms (a ``UNION ALL`` of one FTS5 match each, the pages one JSON
+        parameter), and kept (at most :data:`TERM_PAGES`)."""
+        stamp = self.db.data_version()
+        with self._terms_lock:
+            if stamp != self._terms_stamp or self._terms_kept > TERM_PAGES:
+                self._terms, self._terms_stamp, self._terms_kept = {}, stamp, 0
+            kept = {t: self._terms.get(t, {}) for t in terms}
+        unread = [t for t in terms if any(pid not in kept[t] for pid in page_ids)]
+        pages = [pid for pid in page_ids if any(pid not in kept[t] for t in unread)]
+        found: dict[str, dict[str, float | None]] = {t: dict.fromkeys(pages) for t in unread}
+        for part in batched(unread, EACH):
+            arms = " UNION ALL ".join(
+                f"SELECT {k}, p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
+                f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ?{k + 2} "
+                "AND p.page_id IN (SELECT value FROM json_each(?1))" for k in range(len(part)))
+            for k, pid, score in self.db.conn.execute(
+                    arms, (json.dumps(pages), *(_quoted(t) for t in part))):
+                found[part[k]][pid] = float(score)
+        with self._terms_lock:
+            if stamp == self._terms_stamp:
+                for t, read in found.items():
+                    self._terms.setdefault(t, {}).update(read)
+                    self._terms_kept += len(read)
+        out: dict[str, dict[str, float]] = {}
+        for t in terms:
+            fresh, held = found.get(t, {}), kept[t]
+            scores = ((pid, fresh[pid] if pid in fresh else held.get(pid)) for pid in page_ids)
+            out[t] = {pid: score for pid, score in scores if score is not None}
+        return out
 
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` pages within ``scope`` whose best

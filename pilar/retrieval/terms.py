@@ -87,15 +87,21 @@ def bm25_of_counts(query: Sequence[str], counts: Sequence[tuple[dict[str, int], 
     if n == 0:
         return np.zeros(0), idf_of
     lengths = np.fromiter((size for _, size in counts), dtype=np.float64, count=n)
-    norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))
-    scores = np.zeros(n)
-    for t in dict.fromkeys(query):
-        tf = np.fromiter((c.get(t, 0) for c, _ in counts), dtype=np.float64, count=n)
-        df = int(np.count_nonzero(tf))
-        if df:
+    norm = (k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))).tolist()
+    held: dict[str, list[int]] = {t: [] for t in query}  # the documents holding each term
+    for i, (c, _) in enumerate(counts):
+        for t in c.keys() & held.keys():
+            if c[t]:
+                held[t].append(i)
+    scores = [0.0] * n  # a term a document lacks would add 0.0: only holders are summed
+    for t, docs in held.items():
+        if docs:
+            df = len(docs)
             idf = idf_of[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            scores += idf * tf * (k1 + 1) / (tf + norm)
-    return scores, idf_of
+            for i in docs:
+                tf = float(counts[i][0][t])
+                scores[i] += idf * tf * (k1 + 1) / (tf + norm[i])
+    return np.array(scores), idf_of
 
 
 class Postings:
