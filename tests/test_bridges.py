@@ -355,6 +355,9 @@ def test_template_text_is_read_through_the_entities_it_names(graph_store, shared
     assert graph_store.template_supports(asked, 3) == set(footers)
     assert graph_store.template_supports(asked, 4) == set()
     assert graph_store.template_supports([], 3) == set()
+    # an entity three documents mention is a hub when two is the most a bridge may have:
+    # its mentions are not walked, and the footer names no other entity
+    assert graph_store.template_supports(asked, 3, max_documents=2) == set()
 
 
 def test_a_footer_is_no_anchor_and_the_chain_follows_the_reporter(shared_data: Path, tmp_path):

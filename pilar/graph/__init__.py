@@ -161,7 +161,8 @@ class GraphStore(Protocol):
         unknown support ids add nothing. Documents of any status: callers
         keep the visible ones."""
         ...
-    def template_supports(self, support_ids: list[str], documents: int = 3) -> set[str]:
+    def template_supports(self, support_ids: list[str], documents: int = 3,
+                          max_documents: int = 10) -> set[str]:
         """The supports of ``support_ids`` that are template text (PILAR §3.4,
         multi-hop profile; boilerplate detection as in web retrieval): word
         for word the text of supports in at least ``documents`` documents
@@ -169,8 +170,10 @@ class GraphStore(Protocol):
         ("ONT HSE incident system · internal."), a standard clause, a
         directory's "questions go to Human Resources" line. Such a line
         links the documents of a template, not the things a chain follows.
-        A support mentioning no entity is not template text here; unknown
-        ids add nothing. One read."""
+        Only entities that at most ``max_documents`` documents mention are
+        walked (a hub leads no chain anywhere, and its mentions could be
+        many): a support mentioning no other entity is not template text
+        here; unknown ids add nothing. One read."""
         ...
     def entity_links(self, entity_ids: list[str], limit: int = 50) -> EntityLinks:
         """One hop of the graph around ``entity_ids`` (exploration): the

@@ -354,14 +354,15 @@ class Neo4jGraphStore:
                    cy.BRIDGES, sids=list(support_ids), max=max_documents, limit=limit)]
         return sorted(out, key=lambda b: b.entity_id)
 
-    def template_supports(self, support_ids: list[str], documents: int = 3) -> set[str]:
+    def template_supports(self, support_ids: list[str], documents: int = 3,
+                          max_documents: int = 10) -> set[str]:
         """:meth:`pilar.graph.GraphStore.template_supports`, one query
         (:data:`pilar.graph.neo4j_cypher.TEMPLATE_SUPPORTS`). Raises
         :class:`StoreError` if the read fails."""
         if not support_ids:
             return set()
         return {sid for sid, in self._values(cy.TEMPLATE_SUPPORTS, sids=list(support_ids),
-                                              documents=documents)}
+                                              documents=documents, max=max_documents)}
 
     def mention_pages(self, entity_ids: list[str]) -> dict[str, int]:
         """``{entity_id: pages}``: distinct pages whose supports mention each

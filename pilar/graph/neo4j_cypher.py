@@ -305,16 +305,15 @@ CALL (e, documents) {
 }
 RETURN e.entity_id, e.name, here, documents, pages
 """
-# the other supports of the same text mentioning an entity of s, and s's own document
-# (a pattern never walks one relationship twice: s is not among them)
+# the supports of s's text (s among them) mentioning an entity of s that at most $max
+# documents mention (a hub's mentions are not walked)
 TEMPLATE_SUPPORTS = """
-MATCH (s:Support) WHERE s.support_id IN $sids
-WITH s, COLLECT {
-  MATCH (s)<-[:MENTIONED_IN]-(:Entity)-[:MENTIONED_IN]->(t:Support) WHERE t.text = s.text
-  RETURN DISTINCT t.doc_id LIMIT $documents
-} AS others
-WHERE EXISTS { (s)<-[:MENTIONED_IN]-(:Entity) }
-  AND size(others) + CASE WHEN s.doc_id IN others THEN 0 ELSE 1 END >= $documents
+MATCH (s:Support)<-[:MENTIONED_IN]-(e:Entity) WHERE s.support_id IN $sids
+  AND size(COLLECT { MATCH (e)-[:MENTIONED_IN]->(m:Support) RETURN DISTINCT m.doc_id
+                     LIMIT $max + 1 }) <= $max
+WITH s, collect(e) AS ents
+WHERE size(COLLECT { UNWIND ents AS e MATCH (e)-[:MENTIONED_IN]->(t:Support)
+                     WHERE t.text = s.text RETURN DISTINCT t.doc_id LIMIT $documents }) >= $documents
 RETURN s.support_id
 """
 MENTION_PAGES = """

@@ -448,13 +448,14 @@ class SqliteGraphStore:
             bridge.pages = sorted((f"{doc}:{page}", sid, other) for doc, page, sid, other in first)
         return sorted(found.values(), key=lambda x: x.entity_id)
 
-    def template_supports(self, support_ids: list[str], documents: int = 3) -> set[str]:
+    def template_supports(self, support_ids: list[str], documents: int = 3,
+                          max_documents: int = 10) -> set[str]:
         """:meth:`pilar.graph.GraphStore.template_supports`, one query. Raises
         ``sqlite3.Error`` if the read fails."""
         if not support_ids:
             return set()
         return {sid for sid, in self.db.conn.execute(
-            sql.TEMPLATE_SUPPORTS, (json.dumps(list(support_ids)), documents))}
+            sql.TEMPLATE_SUPPORTS, (json.dumps(list(support_ids)), documents, max_documents))}
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""

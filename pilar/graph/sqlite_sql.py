@@ -191,7 +191,8 @@ UNION ALL SELECT 'docs', d.eid, e.name, d.n, NULL, NULL FROM docs d
 UNION ALL SELECT 'page', eid, sid, doc_id, page, other FROM hits
 """
 # ?1 a JSON array of support ids, ?2 the documents that make a text template text: the
-# supports of the same text (by its index) that mention an entity the given one mentions
+# supports of the same text (by its index) that mention an entity the given one mentions,
+# of the entities mentioned in at most ?3 documents (a hub's mentions are not walked)
 TEMPLATE_SUPPORTS = """
 WITH src(sid) AS (SELECT DISTINCT value FROM json_each(?1))
 SELECT s.support_id FROM src JOIN supports s ON s.support_id = src.sid
@@ -200,7 +201,9 @@ WHERE (SELECT count(*) FROM (
         WHERE t.text = s.text AND EXISTS (
             SELECT 1 FROM mentions m JOIN mentions o
             ON o.entity_id = m.entity_id AND o.support_id = t.support_id
-            WHERE m.support_id = s.support_id)
+            WHERE m.support_id = s.support_id AND (SELECT count(*) FROM (
+                SELECT DISTINCT x.doc_id FROM mentions x WHERE x.entity_id = m.entity_id
+                LIMIT ?3 + 1)) <= ?3)
         LIMIT ?2)) >= ?2
 """
 ASSERTION_COLS = """a.assertion_id, a.doc_id, a.subject, a.predicate, a.object, a.modality,

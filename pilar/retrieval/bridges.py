@@ -456,7 +456,8 @@ class BridgeExpander:
             picks.append((page.page_id, scored[: 2 * n], bridging[:n]))
         unread = [sid for _, scored, _ in picks for _, sid, _ in scored if sid not in memo.template]
         if unread:
-            found = self.graph.template_supports(unread, self.s.template_documents)
+            found = self.graph.template_supports(unread, self.s.template_documents,
+                                                 self.s.bridge_documents)
             memo.template.update((sid, sid in found) for sid in unread)
         for pid, scored, bridging in picks:
             for rel, sid, u in [*[r for r in scored if not memo.template[r[1]]][:n], *bridging]:
