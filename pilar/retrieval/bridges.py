@@ -84,7 +84,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -111,13 +110,11 @@ __all__ = ["BridgeExpander"]
 class _Memo:
     """What one search works out once: each page's unit relevance, whether
     the question asks for an entity where a support names it, which supports
-    are template text, which pairs of pages are :func:`siblings`, each
-    page's relevance as an end and the question's words each page holds
+    are template text, each page's relevance as an end and the question's words each page holds
     (:class:`Coverage`)."""
 
     relevance: dict[str, list[float]] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
-    kin: dict[tuple[str, str], bool] = field(default_factory=dict)
     end: dict[str, float] = field(default_factory=dict)
     template: dict[str, bool] = field(default_factory=dict)
     coverage: Coverage | None = None
@@ -141,9 +138,9 @@ class BridgeExpander:
         self.index = index
         self.hybrid = hybrid
         self.s = settings
-        self._units: OrderedDict[str, list[Unit]] = OrderedDict()
+        self._units: LRUCache[str, list[Unit]] = LRUCache(UNIT_PAGES)
         self._lock = threading.Lock()
-        self._kind_cache: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
+        self._kind_cache: LRUCache[str, tuple[str, frozenset[str]]] = LRUCache(8 * UNIT_PAGES)
         # what is worked out of pages' units, kept as they are (see _units_on)
         self._contexts, self._records, self._facts = (
             LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES))
@@ -162,19 +159,14 @@ class BridgeExpander:
         """:meth:`GraphStore.units_on_pages` through an LRU of
         :data:`UNIT_PAGES` pages (units never change for a page id: ids
         are content-addressed)."""
-        cache = self._units
         with self._lock:
-            out = {pid: cache[pid] for pid in page_ids if pid in cache}
+            out = {pid: us for pid in page_ids if (us := self._units.get(pid)) is not None}
         missing = [pid for pid in page_ids if pid not in out]
         if missing:  # read outside the lock
-            out.update(self.graph.units_on_pages(missing))
-        with self._lock:
-            for pid in page_ids:
-                if pid in out:
-                    cache[pid] = out[pid]
-                    cache.move_to_end(pid)
-            while len(cache) > UNIT_PAGES:
-                cache.popitem(last=False)
+            read = self.graph.units_on_pages(missing)
+            out.update(read)
+            with self._lock:
+                self._units.update(read)
         return out
 
     def expand(self, question: str, query: np.ndarray, by_id: dict[str, RankedPage],
@@ -280,10 +272,7 @@ class BridgeExpander:
                 found = [h for h in found if h.bridge not in used]
                 if not found or by_id[pid].doc_id in docs or pid in superseded:
                     continue
-                for x in c.pages:
-                    if (pid, x) not in memo.kin:
-                        memo.kin[pid, x] = siblings(kinds[pid], kinds[x])
-                if any(memo.kin[pid, x] for x in c.pages):
+                if any(siblings(kinds[pid], kinds[x]) for x in c.pages):
                     continue
                 base = c.score - last + memo.end[pid] + s.chain_coverage * (
                     memo.coverage.of(c.pages, held, pid) - covered)
@@ -405,15 +394,14 @@ class BridgeExpander:
         read for the sections of those this expander has not seen lately)."""
         wanted = [pid for pid in dict.fromkeys(page_ids) if pid not in known]
         with self._lock:
-            seen = {pid: self._kind_cache[pid] for pid in wanted if pid in self._kind_cache}
+            seen = {pid: k for pid in wanted if (k := self._kind_cache.get(pid)) is not None}
         missing = [pid for pid in wanted if pid not in seen]
-        for pid, paths in (self.graph.page_sections(missing) if missing else {}).items():
-            seen[pid] = (title_key(by_id[pid].title), template(paths))
+        read = {pid: (title_key(by_id[pid].title), template(paths))
+                for pid, paths in (self.graph.page_sections(missing) if missing else {}).items()}
         known.update(seen)
+        known.update(read)
         with self._lock:
-            self._kind_cache.update(seen)
-            while len(self._kind_cache) > 8 * UNIT_PAGES:
-                self._kind_cache.popitem(last=False)
+            self._kind_cache.update(read)
 
     def _anchors(self, frontier: list[RankedPage], into: dict[str, list[str]],
                  qterms: tuple[str, ...], query: np.ndarray, memo: _Memo,

@@ -63,15 +63,8 @@ def may_lead(unit: Unit) -> bool:
     names and values), or text holding a code or a proper name of two or
     more words (:func:`bridge_name`'s kinds; a sentence with neither, "the
     findings were shared with all crews", names nothing to follow)?"""
-    return len(unit.cells) > 1 or _names_something(unit.text)
-
-
-@lru_cache(maxsize=65_536)
-def _names_something(text: str) -> bool:
-    """Does ``text`` hold a code or a proper name of two or more words (kept
-    for the next search: a chain search reads every unit of its frontier)?"""
-    return bool(codes(text)) or any(
-        proper_name(surface) for surface, _, _ in capitalised_spans(text))
+    return len(unit.cells) > 1 or bool(codes(unit.text)) or any(
+        proper_name(surface) for surface, _, _ in capitalised_spans(unit.text))
 
 
 def record_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
