@@ -130,6 +130,24 @@ def test_multi_hop_search_follows_the_chain_before_its_distractors(chain_store: 
     assert CHAIN[1] not in [Path(p.source).stem for p in single.pages[:3]]
 
 
+def test_an_observer_sees_each_hop_s_beam_with_the_chain_it_found(chain_store: Pilar):
+    # bench/chain_beams.py tells a chain the search never found from one it ranked low
+    expander = chain_store.retriever("multi-hop").bridges
+    seen = []
+    expander.on_chains = lambda question, depths, by_id: seen.append(
+        (question, [[tuple(Path(by_id[pid].source).stem for pid in c.pages) for c in beam]
+                    for beam in depths]))
+    try:
+        chain_store.search(QUESTION, budget=1024, k=5, profile="multi-hop")
+    finally:
+        expander.on_chains = None
+    assert len(seen) == 1 and seen[0][0] == QUESTION
+    depths = seen[0][1]
+    assert all(len(c) == 1 for c in depths[0])  # the starts
+    assert all(len(c) == h + 1 for h, beam in enumerate(depths) for c in beam)
+    assert depths[len(CHAIN) - 1][0] == tuple(CHAIN)  # the chain is its depth's best
+
+
 def test_explain_shows_each_reached_page_s_bridge_path_and_chain_bonus(chain_store: Pilar):
     from typer.testing import CliRunner
 

@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -144,6 +144,12 @@ class BridgeExpander:
         # what is worked out of pages' units, kept as they are (see _units_on)
         self._contexts, self._records, self._facts = (
             LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES))
+        self.on_chains: Callable[[str, list[list[Chain]], dict[str, RankedPage]], None] | None \
+            = None
+        """Called once per search, before the ranking, with the question,
+        its chains (``[h]``: the beam of ``h`` hops, best first; ``[0]``:
+        the starts) and the pages by id: for diagnostics
+        (``bench/chain_beams.py``), never set by pilar itself."""
 
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
@@ -235,6 +241,8 @@ class BridgeExpander:
                 if not grown:
                     break
                 depths.append(grown)
+        if self.on_chains is not None:
+            self.on_chains(question, depths, by_id)
         hops = self._rank(depths, by_id, kinds, superseded)
         if keep is not None:
             top = {p.page_id for p in best_first(by_id.values(), keep)}
