@@ -12,7 +12,7 @@ import pytest
 from pilar import Pilar
 from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
-from pilar.ingest.names import proper_name
+from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import Provenance, Support
 from pilar.retrieval.chains import (Chain, Coverage, keep_chains, may_lead, record_units,
                                     start_names)
@@ -66,6 +66,24 @@ def test_proper_names_siblings_and_mentions():
     assert match("model vsc 65 fitted") and match("MV CORVASSA ARDENT") and not match("VSC-651")
     assert match("(VSC65)") and match("Corvassa_Ardent") and not match("xVSC-65")
     assert not match("CorvassaArdent") and not match("VSC-65²") and not names_matcher([])("VSC-65")
+
+
+def test_a_model_is_its_name_and_number_beside_its_sibling(shared_data: Path):
+    assert model_names("The Megalift 65 cranes", capitalised_spans("The Megalift 65 cranes")) \
+        == ["The Megalift 65"]
+    for text in ("In Round 3 teams", "On June 14 people", "It paid EUR 36 per box",
+                 "built by Vostrand 2019 onwards", "Ardent Lane 366 m long", "Heidelberg 30 def."):
+        assert model_names(text, capitalised_spans(text)) == [], text
+    assert proper_name("Megalift 65") and proper_name("The Megalift 65")
+    assert not proper_name("Round 3") and not proper_name("June 14") and not proper_name("Windows 2000")
+    # the news names the cranes by model; only the datasheet of that model shares it
+    named = {n: {e.entity_id for e in parse(shared_data / "multihop2" / f"{n}.html").entities}
+             for n in ["news_ont_megalift_delivery", "vostrand_megalift61_datasheet",
+                       "vostrand_megalift65_datasheet"]}
+    assert "thing:megalift 65" in named["news_ont_megalift_delivery"]
+    assert "thing:megalift 65" in named["vostrand_megalift65_datasheet"]
+    assert "thing:megalift 65" not in named["vostrand_megalift61_datasheet"]
+    assert "thing:megalift 61" in named["vostrand_megalift61_datasheet"]
 
 
 def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data: Path):

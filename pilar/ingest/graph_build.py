@@ -40,7 +40,8 @@ from pilar.ingest.assertions import (AssertionBuilder, generic_title, split_sent
                                      table_assertions, text_assertions)
 from pilar.ingest.codes import code_entities
 from pilar.ingest.entities import EntityResolver, load_aliases
-from pilar.ingest.names import alias_pairs, capitalised_spans, entity_surface, normalise
+from pilar.ingest.names import (alias_pairs, capitalised_spans, entity_surface, model_names,
+                                normalise)
 from pilar.ingest.predicates import load_inventory
 from pilar.ingest.quantities import band_entities
 from pilar.model import ParsedDocument, Support
@@ -169,7 +170,9 @@ def _anchor(parsed: ParsedDocument, name: str) -> str | None:
 
 def _text_mentions(supports: list[Support], spans_of: dict[str, list[tuple[str, int, int]]],
                    resolver: EntityResolver, aliases) -> None:
-    """Capitalised spans and declared aliases of the text supports. One-word
+    """Capitalised spans, the models they name with a number
+    (:func:`~pilar.ingest.names.model_names`: "Megalift 65" beside
+    "Megalift") and declared aliases of the text supports. One-word
     spans count only when the document names them elsewhere too (a table
     cell, a longer span), as a known person's surname, or in the alias table."""
     deferred: list[tuple[str, str]] = []
@@ -182,6 +185,8 @@ def _text_mentions(supports: list[Support], spans_of: dict[str, list[tuple[str, 
                 resolver.mention(surface, "thing", s.support_id)
             else:
                 deferred.append((surface, s.support_id))
+        for model in model_names(s.text, spans):
+            resolver.mention(model, "thing", s.support_id)
         if s.kind != "heading":
             for name, alias in alias_pairs(s.text, spans):
                 resolver.declare_alias(name, alias)

@@ -10,7 +10,7 @@ within a document and :mod:`pilar.graph.linking` across documents).
 - :func:`entity_surface` — is a table cell or span a name? (letters, an
   upper-case start, at most 8 words and 80 characters, not a date, number
   or stock value such as ``"Yes"`` or ``"N/A"``).
-- :func:`capitalised_spans` and :func:`alias_pairs` — mentions in running
+- :func:`capitalised_spans`, :func:`model_names` and :func:`alias_pairs` — mentions in running
   text, and the aliases text declares: parentheses (``National Football
   League (NFL)``), "also known as", "a.k.a.", "better known as", "originally".
 - :func:`similarity` — rapidfuzz ratio with guards against names that
@@ -31,7 +31,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 __all__ = ["ENTITY_TYPES", "compatible", "family", "normalise", "clean_surface",
-           "entity_surface", "capitalised_spans", "alias_pairs", "acronym", "similarity",
+           "entity_surface", "capitalised_spans", "model_names", "alias_pairs", "acronym", "similarity",
            "entity_id", "GENERIC_WORDS", "proper_name"]
 
 ENTITY_TYPES = ("person", "country", "place", "team", "organization", "work", "thing")
@@ -82,6 +82,17 @@ _HYPHEN_LOW = re.compile(r"-(?=[a-z])")
 _LEAD_MARK = re.compile(r"(?i)^(?:@|vs\.?|v\.)\s*(?=[^\W\d_])")
 _SHORT_PAREN = re.compile(r"\s*\([^()]{0,4}\)$")
 _POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$")
+_MODEL_NUMBER = re.compile(r" (\d{1,4}) (?P<next>[a-z][\w\-]*|\()")
+_LABEL_WORDS = frozenset("""section table figure fig chapter page part step phase level stage
+round week day game match season episode series group division class grade type category item
+note appendix annex schedule volume vol no number line row column unit version rev revision
+issue edition book act scene verse lap leg heat race pool top route platform gate pier berth
+block zone area room floor exit junction""".split())
+_CURRENCIES = frozenset("eur usd gbp nok sek dkk chf jpy cny aud cad nzd inr rub".split())
+_NOT_A_MODEL = frozenset("""and or to of in on at by for from with as than per x
+m cm mm km t kg g h hr hrs min s kw kwh mw v kv hz bar psi teu kn knots nm ft lb lbs l ml
+tonnes tons metres meters hours minutes seconds days weeks months years times percent
+points goals runs wins losses votes seats people def beat""".split())
 _TOKEN = re.compile(r"[^\W_][\w'’.\-&]*", re.UNICODE)
 
 
@@ -163,12 +174,22 @@ def entity_surface(text: str) -> str | None:
 
 
 def proper_name(name: str) -> bool:
-    """Is ``name`` a proper name of two or more words: every word that has a
+    """Is ``name`` a proper name of two or more words (or a model: one name
+    and its number, ``Megalift 65``): every word that has a
     letter starts with a capital or a digit, but connectors (``of``,
     ``de``, ``von``...) and parenthesised parts ("Port of Ostrevik", "Skelmar
     Tonnage AS", "Tove Vrancken-Rask"; not "Length overall", "Call sign" or
     "Operator (time charterer)", labels of fields)."""
-    words = [w for w in _TOKEN.findall(_PAREN.sub(" ", name)) if any(c.isalpha() for c in w)]
+    tokens = _TOKEN.findall(_PAREN.sub(" ", name))
+    if len(tokens) == 3 and tokens[0].lower() == "the":
+        tokens = tokens[1:]  # "The Megalift 65": a model, as below
+    words = [w for w in tokens if any(c.isalpha() for c in w)]
+    if len(words) == 1 and len(tokens) == 2 and tokens[1].isdigit() and len(tokens[1]) <= 4 \
+            and words[0] == tokens[0] and words[0][0].isupper() and "(" not in name:
+        # a model: a name and its number ("Megalift 65"), not a label ("Round 3") or a date
+        last = words[0].lower()
+        return last not in _LABEL_WORDS and not _DATE.match(last) and not (
+            len(tokens[1]) == 4 and tokens[1][0] in "12")
     if len(words) < 2:
         return False
     return all(w[0].isupper() or w[0].isdigit() or w.lower() in _CONNECT for w in words) and \
@@ -270,6 +291,28 @@ def capitalised_spans(text: str, max_words: int = 8) -> list[tuple[str, int, int
                     continue
             if len(surface) >= 2:
                 out.append((surface, s, s + len(surface)))
+    return out
+
+
+def model_names(text: str, spans: list[tuple[str, int, int]]) -> list[str]:
+    """The models ``text`` names: a span of :func:`capitalised_spans` and
+    the number written after it, when a lower-case word or a bracket follows
+    the number (``The Orrin Verta 220 pumps``, ``the Megalift 65 (model code
+    VSC-65)``: two sibling models, where the span alone names one
+    "Megalift"); not after a label word (``Round 3``), a month (``June
+    14``) or a currency, nor for a year, a unit (``366 m``) or a score
+    (``Heidelberg 30 def.``)."""
+    out = []
+    for surface, _, end in spans:
+        m = _MODEL_NUMBER.match(text, end)
+        if m is None or surface.endswith((".", ",")):
+            continue
+        last = surface.rsplit(" ", 1)[-1].lower()
+        number = m.group(1)
+        if not (last in _LABEL_WORDS or last in _CURRENCIES or _DATE.match(last)
+                or m.group("next").lower() in _NOT_A_MODEL
+                or (len(number) == 4 and number[0] in "12")):
+            out.append(f"{surface} {number}")
     return out
 
 

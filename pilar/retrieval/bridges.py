@@ -28,8 +28,9 @@ hop grows every chain of the beam by one page:
    harbour rules' length band, though it shares no word with the question);
 2. *bridges*: the entities the anchors mention and the pages they lead to
    (:meth:`GraphStore.bridges`, one read per hop). A bridge is a code
-   (:mod:`pilar.ingest.codes`) or a proper name of two or more words
-   (:func:`~pilar.ingest.names.proper_name`: "Length overall" on the
+   (:mod:`pilar.ingest.codes`) or a proper name of two or more words or
+   a model, a name and its number (:func:`~pilar.ingest.names.proper_name`:
+   "Megalift 65"; "Length overall" on the
    particulars of every ship is a field, not a thing) that the question
    does not name and at most ``bridge_documents`` documents mention (more:
    a hub, it leads nowhere). Its weight is its specificity ``1 /

@@ -20,7 +20,7 @@ import numpy as np
 from pilar.ingest.codes import codes, is_code
 from pilar.ingest.dates import dates_in
 from pilar.ingest.quantities import is_measure
-from pilar.ingest.names import capitalised_spans, proper_name
+from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import RankedPage, Unit
 from pilar.parts import words
 from pilar.retrieval.naming import names_matcher
@@ -60,11 +60,13 @@ def bridge_name(entity_id: str, name: str) -> bool:
 
 def may_lead(unit: Unit) -> bool:
     """Can ``unit`` be a chain's way on: a table row (its cells hold codes,
-    names and values), or text holding a code or a proper name of two or
-    more words (:func:`bridge_name`'s kinds; a sentence with neither, "the
+    names and values), or text holding a code, a proper name of two or
+    more words or a model (:func:`bridge_name`'s kinds; a sentence with neither, "the
     findings were shared with all crews", names nothing to follow)?"""
+    spans = capitalised_spans(unit.text)
     return len(unit.cells) > 1 or bool(codes(unit.text)) or any(
-        proper_name(surface) for surface, _, _ in capitalised_spans(unit.text))
+        proper_name(surface) for surface in [*(s for s, _, _ in spans),
+                                             *model_names(unit.text, spans)])
 
 
 def record_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
