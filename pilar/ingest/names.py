@@ -10,8 +10,9 @@ within a document and :mod:`pilar.graph.linking` across documents).
 - :func:`entity_surface` — is a table cell or span a name? (letters, an
   upper-case start, at most 8 words and 80 characters, not a date, number
   or stock value such as ``"Yes"`` or ``"N/A"``).
-- :func:`capitalised_spans`, :func:`model_names` and :func:`alias_pairs` — mentions in running
-  text, and the aliases text declares: parentheses (``National Football
+- :func:`capitalised_spans`, :func:`model_names` and :func:`alias_pairs` —
+  mentions in running text, the models they name with a number
+  (``Megalift 65``), and the aliases text declares: parentheses (``National Football
   League (NFL)``), "also known as", "a.k.a.", "better known as", "originally".
 - :func:`similarity` — rapidfuzz ratio with guards against names that
   differ in a whole word or a number.
@@ -31,8 +32,8 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 __all__ = ["ENTITY_TYPES", "compatible", "family", "normalise", "clean_surface",
-           "entity_surface", "capitalised_spans", "model_names", "alias_pairs", "acronym", "similarity",
-           "entity_id", "GENERIC_WORDS", "proper_name"]
+           "entity_surface", "capitalised_spans", "model_names", "alias_pairs", "acronym",
+           "similarity", "entity_id", "GENERIC_WORDS", "proper_name"]
 
 ENTITY_TYPES = ("person", "country", "place", "team", "organization", "work", "thing")
 _FAMILY = {"country": "place", "place": "place", "team": "organization",
@@ -186,10 +187,7 @@ def proper_name(name: str) -> bool:
     words = [w for w in tokens if any(c.isalpha() for c in w)]
     if len(words) == 1 and len(tokens) == 2 and tokens[1].isdigit() and len(tokens[1]) <= 4 \
             and words[0] == tokens[0] and words[0][0].isupper() and "(" not in name:
-        # a model: a name and its number ("Megalift 65"), not a label ("Round 3") or a date
-        last = words[0].lower()
-        return last not in _LABEL_WORDS and not _DATE.match(last) and not (
-            len(tokens[1]) == 4 and tokens[1][0] in "12")
+        return _model(words[0], tokens[1])
     if len(words) < 2:
         return False
     return all(w[0].isupper() or w[0].isdigit() or w.lower() in _CONNECT for w in words) and \
@@ -307,13 +305,19 @@ def model_names(text: str, spans: list[tuple[str, int, int]]) -> list[str]:
         m = _MODEL_NUMBER.match(text, end)
         if m is None or surface.endswith((".", ",")):
             continue
-        last = surface.rsplit(" ", 1)[-1].lower()
-        number = m.group(1)
-        if not (last in _LABEL_WORDS or last in _CURRENCIES or _DATE.match(last)
-                or m.group("next").lower() in _NOT_A_MODEL
-                or (len(number) == 4 and number[0] in "12")):
-            out.append(f"{surface} {number}")
+        if _model(surface.rsplit(" ", 1)[-1], m.group(1)) and \
+                m.group("next").lower() not in _NOT_A_MODEL:
+            out.append(f"{surface} {m.group(1)}")
     return out
+
+
+def _model(word: str, number: str) -> bool:
+    """Can ``word`` followed by ``number`` (1-4 digits) name a model: not a
+    label word (``Round 3``), a month (``June 14``) or a currency (``EUR
+    36``), and the number not a year?"""
+    word = word.lower().rstrip(".")
+    return not (word in _LABEL_WORDS or word in _CURRENCIES or _DATE.match(word)
+                or (len(number) == 4 and number[0] in "12"))
 
 
 def alias_pairs(text: str, spans: list[tuple[str, int, int]] | None = None
