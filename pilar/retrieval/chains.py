@@ -63,10 +63,11 @@ def may_lead(unit: Unit) -> bool:
     names and values), or text holding a code, a proper name of two or
     more words or a model (:func:`bridge_name`'s kinds; a sentence with neither, "the
     findings were shared with all crews", names nothing to follow)?"""
-    spans = capitalised_spans(unit.text)
-    return len(unit.cells) > 1 or bool(codes(unit.text)) or any(
-        proper_name(surface) for surface in [*(s for s, _, _ in spans),
-                                             *model_names(unit.text, spans)])
+    if len(unit.cells) > 1 or codes(unit.text):
+        return True
+    spans = capitalised_spans(unit.text)  # read only for text naming no code
+    return any(proper_name(surface) for surface, _, _ in spans) or any(
+        map(proper_name, model_names(unit.text, spans)))
 
 
 def record_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
