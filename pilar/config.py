@@ -191,6 +191,9 @@ class Settings(BaseSettings):
     sibling_weight: float = Field(0.5, ge=0, le=1, description="score kept by a page of the same "
                                   "kind as the best chain's (a sister ship, another version) "
                                   "that no chain holds, or a version the question does not name")
+    series_weight: float = Field(0.9, ge=0, le=1, description="score kept by a page a chain "
+                                 "holds, among the first five, below a page of its series (the "
+                                 "other version, a sibling model's datasheet)")
     bridge_documents: int = Field(10, ge=1, description="a bridge mentioned in more documents is "
                                                         "a hub: it leads nowhere")
     bridge_pages: int = Field(20, ge=1, description="pages read per bridge")

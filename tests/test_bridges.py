@@ -14,8 +14,9 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import Provenance, Support
+from pilar.answers import RankedPage
 from pilar.retrieval.chains import (Chain, Coverage, keep_chains, may_lead, record_units,
-                                    start_names)
+                                    second_of_series, start_names)
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -307,6 +308,41 @@ def test_a_hop_keeps_chains_through_lookup_pages_beside_the_best_ends():
     assert [c.pages[-1] for c in kept] == ["end1", "end2", "register"]
     assert [c.pages[-1] for c in keep_chains(chains, end, beam=3, paths=0)] == [
         "end1", "end2", "end3"]
+
+
+def test_a_second_page_of_a_series_gives_way_to_the_chain_s_next_document(shared_data: Path,
+                                                                           tmp_path: Path):
+    def page(pid: str, title: str) -> RankedPage:
+        return RankedPage(pid, pid.split(":")[0], 1, 1.0, "", title)
+    may = page("may:1", "Port Safety Committee – Minutes, 22 May 2024")
+    cp22 = page("cp22:1", "Time charter party – MV Baltrane Vireo – 15 March 2022")
+    also22 = page("cp22:2", cp22.title)
+    feb = page("feb:1", "Port Safety Committee – Minutes, 21 February 2024")
+    cp19 = page("cp19:1", "Time charter party – MV Baltrane Vireo – 2 March 2019")
+    ranked = [may, cp22, also22, feb, cp19, page("tariff:1", "Port of Ostrevik – Port tariff 2024")]
+    assert second_of_series(ranked) == [feb, cp19]  # a document's own second page is no series
+    assert second_of_series(ranked, keep={"cp22:1"}) == [feb, cp19]
+    assert second_of_series(ranked, keep={"feb:1"}) == [cp19]
+    assert second_of_series([feb, cp19, may]) == [may] and second_of_series([]) == []
+    # the ship's particulars and its class status come first, then one charter party of
+    # the two: the other keeps series_weight of its score (the chain never needed either)
+    p = Pilar(home=tmp_path)
+    names = ["baltrane_vireo_particulars", "baltrane_verdin_particulars", "charter_party_vireo_2019",
+             "charter_party_vireo_2022", "hcs_class_register_extract", "ont_vessel_schedule_w24"]
+    assert {r.status for r in p.ingest([shared_data / "multihop2" / f"{n}.html"
+                                        for n in names])} == {"ingested"}
+    hit = p.search("By what date must the open condition of class on the ship with call sign "
+                   "VRBV2 be cleared?", budget=1024, k=5, profile="multi-hop")
+    stems = [Path(pg.source).stem for pg in hit.pages]
+    assert stems[:2] == ["baltrane_vireo_particulars", "hcs_class_register_extract"]
+    charters = [pg for pg in hit.pages if "charter_party" in pg.source]
+    assert len(charters) == 2 and "second_of_series" not in charters[0].trace
+    cut = charters[1].trace["second_of_series"]
+    weight = p.settings.series_weight
+    assert cut == pytest.approx(charters[1].score * (1 - weight) / weight, abs=1e-5)
+    assert not any("second_of_series" in pg.trace for pg in p.search(
+        "By what date must the open condition of class on the ship with call sign VRBV2 be "
+        "cleared?", budget=1024, k=5, profile="single-shot").pages)
 
 
 def test_a_page_naming_a_label_and_a_code_the_question_gives_starts_a_chain(shared_data: Path,

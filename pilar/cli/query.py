@@ -157,7 +157,8 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
 
 _PARTS = ("adjacent", "same_section", "alias", "graph", "chain")
 """Bonuses of a page's trace, in the order shown (``chain``: the multi-hop
-profile's score flowing along bridges; ``sibling_of_chain`` is subtracted)."""
+profile's score flowing along bridges; ``sibling_of_chain`` and
+``second_of_series`` are subtracted)."""
 
 
 def _explain(pages, settings) -> None:
@@ -168,6 +169,8 @@ def _explain(pages, settings) -> None:
         parts = [f"{k} +{t[k]:.3f}" for k in _PARTS if k in t]
         if "sibling_of_chain" in t:
             parts.append(f"sibling of a chained page -{t['sibling_of_chain']:.3f}")
+        if "second_of_series" in t:
+            parts.append(f"second of its series -{t['second_of_series']:.3f}")
         bonus = ", ".join(parts) or "no bonus"
         flags = " ".join(f for f in ("seed", "expanded") if t.get(f))
         out.print(f"[bold]{i}. {escape(pg.title or pg.source)}[/] p.{pg.number}  "

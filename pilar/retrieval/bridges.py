@@ -13,72 +13,73 @@ Chains start from the ``bridge_frontier`` best pages (one per document)
 and as many of the best pages naming the question's codes or names. Each
 hop grows every chain of the beam by one page:
 
-1. *anchors*: the units of each chain's last page whose entities may lead
-   on: the ``bridge_units`` most relevant to the question (0.5 BM25 over the
-   page's units, min-max normalised, + 0.5 cosine of the unit's run vector)
-   of those that can lead on (:func:`~pilar.retrieval.chains.may_lead`: a
-   table row, or text naming a code or a proper name; a sentence naming
-   neither would only take a place) and are not template text (a line
-   ``template_documents`` documents carry word for word naming the same
-   entity, :meth:`GraphStore.template_supports`: a report's footer names
-   what every report names) and as many of those naming the entity that brought the page (the
-   question's names on a start), whatever their relevance, and on a page
-   a bridge reached every unit on that bridge (the fields of the record
-   it names: the particulars' ``Length overall`` row leads on to the
-   harbour rules' length band, though it shares no word with the question);
+1. *anchors*: the units of each chain's last page whose entities may lead on:
+   the ``bridge_units`` most relevant to the question (0.5 BM25 over the page's
+   units, min-max normalised, + 0.5 cosine of the unit's run vector) of those
+   that can lead on (:func:`~pilar.retrieval.chains.may_lead`: a table row, or
+   text naming a code or a proper name; a sentence naming neither would only
+   take a place) and are not template text (a line ``template_documents``
+   documents carry word for word naming the same entity,
+   :meth:`GraphStore.template_supports`: a report's footer names what every
+   report names) and as many of those naming the entity that brought the page
+   (the question's names on a start), whatever their relevance, and on a page a
+   bridge reached every unit on that bridge (the fields of the record it names:
+   the particulars' ``Length overall`` row leads on to the harbour rules'
+   length band, though it shares no word with the question);
 2. *bridges*: the entities the anchors mention and the pages they lead to
    (:meth:`GraphStore.bridges`, one read per hop). A bridge is a code
-   (:mod:`pilar.ingest.codes`) or a proper name of two or more words or
-   a model, a name and its number (:func:`~pilar.ingest.names.proper_name`:
-   "Megalift 65"; "Length overall" on the
-   particulars of every ship is a field, not a thing) that the question
-   does not name and at most ``bridge_documents`` documents mention (more:
-   a hub, it leads nowhere). Its weight is its specificity ``1 /
-   sqrt(documents - 1)`` (an entity two documents share links them more
-   surely than one ten share), times ``unasked`` unless the question *asks*
-   for it (a word the question asks with, not one that names its start, in
-   the column the bridge sits in or the words just before it: "the
-   *vessel* being worked" meets ``vessel call VC-24-1183``, "the
-   *spreader* on the crane" the ``Spreader`` column), times ``off_bridge``
-   when the anchor is not about what the chain came through (another row
-   of the register than the one naming ``QC-09``; the rows of a two-column
-   record all are, and on a start every unit is unless the question's
-   codes and proper names, :func:`~pilar.retrieval.chains.start_names`,
-   are named only in register rows);
-3. *chains*: a chain's score is its first page's score (plus
-   ``named_start`` times the specificity of the question's entity it
-   names: the question names where its chain starts) plus its last page's
-   relevance as an end (the better of its score and its score against
-   the question without the names it starts from,
-   :func:`~pilar.retrieval.naming.asked_text`: the end does not name
-   them) plus ``chain_coverage`` times the share of the question's words
-   its pages hold together (:class:`~pilar.retrieval.chains.Coverage`:
-   pages that complement each other, not a detour through pages matching
-   the same words) plus ``bridge_cost`` times the sum of its bridges' log
-   weights (the pages between are lookups, sharing no word with the
-   question); a
-   chain never holds two documents of one kind
-   (:func:`~pilar.retrieval.naming.siblings`: an
-   incident report and another one, a tariff and its superseded version),
-   a version the question does not name (:func:`~pilar.retrieval.naming.names_version`: "the 2024
-   tariff", not the 2023 one), one document twice or one bridge twice. The
-   ``bridge_beam`` best go on to the next hop, ``bridge_paths`` of them the
-   best by first page and bridges alone (a lookup page is a poor end, but
-   the way to one); the hops stop after ``max_hops`` or when no chain grows.
+   (:mod:`pilar.ingest.codes`) or a proper name of two or more words or a
+   model, a name and its number (:func:`~pilar.ingest.names.proper_name`:
+   "Megalift 65"; "Length overall" on the particulars of every ship is a field,
+   not a thing) that the question does not name and at most
+   ``bridge_documents`` documents mention (more: a hub, it leads nowhere). Its
+   weight is its specificity ``1 / sqrt(documents - 1)`` (an entity two
+   documents share links them more surely than one ten share), times
+   ``unasked`` unless the question *asks* for it (a word the question asks
+   with, not one that names its start, in the column the bridge sits in or the
+   words just before it: "the *vessel* being worked" meets ``vessel call
+   VC-24-1183``, "the *spreader* on the crane" the ``Spreader`` column), times
+   ``off_bridge`` when the anchor is not about what the chain came through
+   (another row of the register than the one naming ``QC-09``; the rows of a
+   two-column record all are, and on a start every unit is unless the
+   question's codes and proper names,
+   :func:`~pilar.retrieval.chains.start_names`, are named only in register
+   rows);
+3. *chains*: a chain's score is its first page's score (plus ``named_start``
+   times the specificity of the question's entity it names: the question names
+   where its chain starts) plus its last page's relevance as an end (the better
+   of its score and its score against the question without the names it starts
+   from, :func:`~pilar.retrieval.naming.asked_text`: the end does not name
+   them) plus ``chain_coverage`` times the share of the question's words its
+   pages hold together (:class:`~pilar.retrieval.chains.Coverage`: pages that
+   complement each other, not a detour through pages matching the same words)
+   plus ``bridge_cost`` times the sum of its bridges' log weights (the pages
+   between are lookups, sharing no word with the question); a chain never holds
+   two documents of one kind (:func:`~pilar.retrieval.naming.siblings`: an
+   incident report and another one, a tariff and its superseded version), a
+   version the question does not name
+   (:func:`~pilar.retrieval.naming.names_version`: "the 2024 tariff", not the
+   2023 one), one document twice or one bridge twice. The ``bridge_beam`` best
+   go on to the next hop, ``bridge_paths`` of them the best by first page and
+   bridges alone (a lookup page is a poor end, but the way to one); the hops
+   stop after ``max_hops`` or when no chain grows.
 
-Ranking: each hop's chains share out one unit of *chain mass*, by a
-softmax of their scores (``chain_temperature``), to the pages they hold; a
-page gains ``chain_bonus`` times its mass summed over the hops, so the pages
-that many good chains pass through (the register between the incident and
-the datasheet) rise, and a page the links alone reach (a sibling model's
-datasheet with the same words) does not. A page of the same kind as a page
-of the best chain that no chain holds, or a version the question does not
-name, keeps ``sibling_weight`` of its score. Every chained page's trace
-names its path in its best chain, hop by hop: ``question ->
-ont_incident_ir_24_117 -> QC-09 (unit of ont_incident_ir_24_117) ->
-ont_equipment_register``; the pages of a hop the question asks for carry
-its units in ``bridging`` (:func:`~pilar.retrieval.chains.mark_bridging`),
-which packing puts first.
+Ranking: each hop's chains share out one unit of *chain mass*, by a softmax of
+their scores (``chain_temperature``), to the pages they hold; a page gains
+``chain_bonus`` times its mass summed over the hops, so the pages that many
+good chains pass through (the register between the incident and the datasheet)
+rise, and a page the links alone reach (a sibling model's datasheet with the
+same words) does not. A page of the same kind as a page of the best chain that
+no chain holds, or a version the question does not name, keeps
+``sibling_weight`` of its score; a chained page among the first
+:data:`~pilar.retrieval.chains.SERIES_PLACES` below a page of its series
+(:func:`~pilar.retrieval.chains.second_of_series`: the 2019 charter party below
+the 2022 one) keeps ``series_weight``: a chain's next document should have its
+place. Every chained page's trace names its path in its best chain, hop by hop:
+``question -> ont_incident_ir_24_117 -> QC-09 (unit of ont_incident_ir_24_117)
+-> ont_equipment_register``; the pages of a hop the question asks for carry its
+units in ``bridging`` (:func:`~pilar.retrieval.chains.mark_bridging`), which
+packing puts first.
 """
 
 from __future__ import annotations
@@ -97,9 +98,9 @@ from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
-from pilar.retrieval.chains import (Chain, Coverage, Hop, best_per_document, bridge_name,
-                                    chain_path, dated_rows, keep_chains, may_lead,
-                                    record_units, start_names)
+from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_per_document,
+                                    bridge_name, chain_path, dated_rows, keep_chains, lower,
+                                    may_lead, record_units, second_of_series, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -111,8 +112,8 @@ __all__ = ["BridgeExpander"]
 class _Memo:
     """What one search works out once: each page's unit relevance, whether
     the question asks for an entity where a support names it, which supports
-    are template text, each page's relevance as an end and the question's words each page holds
-    (:class:`Coverage`)."""
+    are template text, each page's relevance as an end and the question's
+    words each page holds (:class:`Coverage`)."""
 
     relevance: dict[str, list[float]] = field(default_factory=dict)
     asked: dict[tuple[str, str], bool] = field(default_factory=dict)
@@ -344,14 +345,14 @@ class BridgeExpander:
               ) -> dict[str, Hop]:
         """Raise each page by its chain mass over the hops' beams
         (``depths[h]``: the chains of ``h`` hops, best first; the Ranking of
-        the module docstring), lower the pages of the kind of the first
-        hop's best chain that no chain holds and the ``superseded``
-        versions (even those a chain starts from), and write each chained
-        page's path in its best chain in its trace. The *lead* chain (the
-        first hop's best, grown while the next hop's best grows it, as far
-        as its pages hold the first places but one) takes the places its
-        pages earned, in reasoning order. Returns ``{page_id: Hop}``: how
-        each page was reached in its best chain."""
+        the module docstring), lower the pages of the kind of the first hop's
+        best chain that no chain holds, the ``superseded`` versions (even
+        those a chain starts from) and the second pages of a series, and
+        write each chained page's path in its best chain in its trace. The
+        *lead* chain (the first hop's best, grown while the next hop's best
+        grows it, as far as its pages hold the first places but one) takes
+        the places its pages earned, in reasoning order. Returns ``{page_id:
+        Hop}``: how each page was reached in its best chain."""
         s = self.s
         mass: dict[str, float] = {}
         held: dict[str, tuple[Chain, int]] = {}
@@ -393,8 +394,10 @@ class BridgeExpander:
                 continue
             if pid in superseded or any(c in kinds and siblings(kinds[pid], kinds[c])
                                         for c in held_pages):
-                page.trace["sibling_of_chain"] = round(page.score * (1 - s.sibling_weight), 6)
-                page.score = round(page.score * s.sibling_weight, 6)
+                lower(page, "sibling_of_chain", s.sibling_weight)
+        places = best_first(by_id.values(), SERIES_PLACES)
+        for page in second_of_series(places, {*lead, *(pid for pid in by_id if pid not in mass)}):
+            lower(page, "second_of_series", s.series_weight)
         return hops
 
     def _kinds(self, page_ids: Iterable[str], by_id: dict[str, RankedPage],

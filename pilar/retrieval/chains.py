@@ -4,8 +4,9 @@ order (:class:`Chain`), which chains a hop keeps (:func:`keep_chains`), which
 entities can be bridges (:func:`bridge_name`) and the bridging units packing
 puts first (:func:`mark_bridging`), the rows a hop carries for a date
 (:func:`dated_rows`), the units a chain leaves a page by
-(:func:`record_units`) and how much of the question a chain's pages hold
-(:class:`Coverage`). The search itself is
+(:func:`record_units`), how much of the question a chain's pages hold
+(:class:`Coverage`) and the pages that give way to a better page of their
+series (:func:`second_of_series`). The search itself is
 :class:`pilar.retrieval.bridges.BridgeExpander`."""
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from pilar.ingest.quantities import is_measure
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import RankedPage, Unit
 from pilar.parts import words
-from pilar.retrieval.naming import names_matcher
+from pilar.retrieval.naming import names_matcher, same_series, title_key
 from pilar.retrieval.terms import tokens
 
-__all__ = ["Chain", "Coverage", "Hop", "best_per_document", "bridge_name", "chain_path",
-           "dated_rows", "keep_chains", "mark_bridging", "may_lead", "record_units"]
+__all__ = ["SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document", "bridge_name",
+           "chain_path", "dated_rows", "keep_chains", "lower", "mark_bridging", "may_lead",
+           "record_units", "second_of_series"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -176,6 +178,38 @@ def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: in
             break
         keep.setdefault(c.pages, c)
     return sorted(keep.values(), key=lambda c: (-c.score, c.pages))
+
+
+SERIES_PLACES = 5
+"""The first places of a ranking where a second page of one series gives way
+(:func:`second_of_series`)."""
+
+
+def lower(page: RankedPage, reason: str, weight: float) -> None:
+    """Keep ``weight`` (0-1) of ``page``'s score; the score taken off is in
+    its trace under ``reason`` (``pilar search --explain`` shows it)."""
+    page.trace[reason] = round(page.score * (1 - weight), 6)
+    page.score = round(page.score * weight, 6)
+
+
+def second_of_series(ranked: Iterable[RankedPage], keep: Iterable[str] = ()
+                     ) -> list[RankedPage]:
+    """The pages of ``ranked`` (best first) below a page of another document
+    of their series (:func:`~pilar.retrieval.naming.same_series` of their
+    titles) that is not itself one of them: the 2019 charter party below the
+    2022 one, the February minutes below May's. A chain never holds two of
+    a series, so the second takes a place a chain's next document should
+    have. The pages of ``keep`` (the lead chain's) never are."""
+    out, above = [], []
+    keep = set(keep)
+    for page in ranked:
+        key = title_key(page.title)
+        if page.page_id not in keep and any(doc != page.doc_id and same_series(key, other)
+                                            for doc, other in above):
+            out.append(page)
+        else:
+            above.append((page.doc_id, key))
+    return out
 
 
 DATED_ROWS = 2

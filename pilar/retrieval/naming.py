@@ -17,7 +17,8 @@ from pilar.ingest.names import normalise
 from pilar.model import Unit
 from pilar.retrieval.terms import tokens
 
-__all__ = ["mention_context", "names_matcher", "names_version", "naming_words", "siblings",
+__all__ = ["mention_context", "names_matcher", "names_version", "naming_words", "same_series",
+           "siblings",
            "template", "title_key", "versions"]
 
 
@@ -172,14 +173,23 @@ def title_key(title: str) -> str:
 
 
 @lru_cache(maxsize=65_536)
+def same_series(a: str, b: str) -> bool:
+    """Are two :func:`title_key` titles of one series: alike once codes and
+    digits are out (rapidfuzz ratio >= 85; an empty key is of none)? Two
+    versions of a charter party, the minutes of two meetings, the
+    datasheets of two sibling models. Kept for the next search."""
+    return bool(a and b) and fuzz.ratio(a, b) >= 85
+
+
+@lru_cache(maxsize=65_536)
 def siblings(a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> bool:
-    """Are two pages, as ``(title_key, template)``, of one kind: titles alike
-    once codes and digits are out (rapidfuzz ratio >= 85), or at least three
-    section headings shared and half of all (Jaccard >= 0.5)? Two incident
-    reports, two versions of a tariff, the particulars of sister ships: a
-    chain never holds two siblings (the second would be the distractor
-    beside the page it holds). Kept for the next search."""
-    if a[0] and b[0] and fuzz.ratio(a[0], b[0]) >= 85:
+    """Are two pages, as ``(title_key, template)``, of one kind: titles of
+    one series (:func:`same_series`), or at least three section headings
+    shared and half of all (Jaccard >= 0.5)? Two incident reports, two
+    versions of a tariff, the particulars of sister ships: a chain never
+    holds two siblings (the second would be the distractor beside the page
+    it holds). Kept for the next search."""
+    if same_series(a[0], b[0]):
         return True
     shared = len(a[1] & b[1])
     return shared >= 3 and shared >= 0.5 * len(a[1] | b[1])
