@@ -324,6 +324,9 @@ def test_a_second_page_of_a_series_gives_way_to_the_chain_s_next_document(shared
     assert second_of_series(ranked, keep={"cp22:1"}) == [feb, cp19]
     assert second_of_series(ranked, keep={"feb:1"}) == [cp19]
     assert second_of_series([feb, cp19, may]) == [may] and second_of_series([]) == []
+    halved = page("cp21:1", "Time charter party – MV Baltrane Vireo – 1 May 2021")
+    halved.trace["sibling_of_chain"] = 0.5  # cut once already: neither cut again nor above
+    assert second_of_series([halved, cp22, cp19]) == [cp19]
     # the ship's particulars and its class status come first, then one charter party of
     # the two: the other keeps series_weight of its score (the chain never needed either)
     p = Pilar(home=tmp_path)

@@ -199,10 +199,14 @@ def second_of_series(ranked: Iterable[RankedPage], keep: Iterable[str] = ()
     titles) that is not itself one of them: the 2019 charter party below the
     2022 one, the February minutes below May's. A chain never holds two of
     a series, so the second takes a place a chain's next document should
-    have. The pages of ``keep`` (the lead chain's) never are."""
+    have. The pages of ``keep`` (the lead chain's) never are; a page
+    already lowered as a sibling of the chain (``sibling_of_chain`` in its
+    trace: a version the question does not name) is passed over."""
     out, above = [], []
     keep = set(keep)
     for page in ranked:
+        if "sibling_of_chain" in page.trace:
+            continue
         key = title_key(page.title)
         if page.page_id not in keep and any(doc != page.doc_id and same_series(key, other)
                                             for doc, other in above):
