@@ -177,6 +177,10 @@ class Settings(BaseSettings):
     off_bridge: float = Field(0.2, gt=0, le=1, description="weight kept by a bridge leaving a "
                               "chain's page from a unit that is not about the entity the chain "
                               "came through (another row of the register)")
+    listed_weight: float = Field(0.5, gt=0, le=1, description="weight kept by a bridge landing "
+                                 "on a table cell that lists several codes (the cranes of a "
+                                 "berth, 'QC-09, QC-10'): the page names it among others, not "
+                                 "as what its row is about")
     named_start: float = Field(0.5, ge=0, le=2, description="score a chain gains when its "
                                "first page names an entity the question names, times the "
                                "entity's specificity (1/sqrt(pages mentioning it))")

@@ -15,8 +15,8 @@ from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import Provenance, Support
 from pilar.answers import RankedPage
-from pilar.retrieval.chains import (Chain, Coverage, keep_chains, may_lead, record_units,
-                                    second_of_series, start_names)
+from pilar.retrieval.chains import (Chain, Coverage, keep_chains, listed, may_lead,
+                                    record_units, second_of_series, start_names)
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -410,6 +410,43 @@ def test_only_a_unit_naming_something_to_follow_is_an_anchor(shared_data: Path):
     assert all(may_lead(u) for u in units if len(u.cells) > 1)  # every row: its cells
     assert [u.text for u in units if not u.cells and may_lead(u)][:2] == [
         "Norrhavn Terminal Operations AS · HSE · updated 15 July 2024", account.text]
+
+
+def test_a_hop_landing_on_a_list_of_codes_weighs_less(shared_data: Path, tmp_path: Path):
+    # the terminal guide names every crane of a berth in one cell; the register's row is
+    # about its crane, the manifest's about its container (one code, two keys)
+    guide = parse(shared_data / "multihop2" / "ont_terminal_guide.html").units
+    berth = next(u for u in guide if u.cells[:1] == ("N3",))
+    assert "QC-09, QC-10" in berth.cells and listed(berth, "QC-09") and listed(berth, "QC-10")
+    assert not listed(berth, "QC-11") and not listed(berth, "N3")  # named, but not in a list
+    register = parse(shared_data / "multihop2" / "ont_equipment_register.html").units
+    row = next(u for u in register if u.cells[:1] == ("QC-09",))
+    assert not listed(row, "QC-09") and not listed(row, "VSC-65")
+    manifest = parse(shared_data / "multihop2" / "cvl_manifest_ardent_v424n.html").units
+    box = next(u for u in manifest if "CVSU 481207 3" in u.cells)
+    assert not listed(box, "CVSU 481207 3")
+    assert not any(listed(u, "QC-09") for u in guide if not u.cells)  # running text
+    # in a search, the incident reaches the register by its crane QC-09 at the code's
+    # specificity (4 documents name it: 1/sqrt(3)) and the guide by QC-10 (as specific)
+    # only through its list of the berth's cranes: listed_weight of that
+    p = Pilar(home=tmp_path)
+    names = ["ont_incident_ir_24_117", "ont_terminal_guide", "ont_equipment_register",
+             "ont_vessel_schedule_w24"]
+    assert {r.status for r in p.ingest([shared_data / "multihop2" / f"{n}.html"
+                                        for n in names])} == {"ingested"}
+    expander = p.retriever("multi-hop").bridges
+    seen = []
+    expander.on_chains = lambda question, depths, by_id: seen.extend(
+        (tuple(Path(by_id[pid].source).stem for pid in c.pages), c.hops) for c in depths[1])
+    p.search("Who is the chief executive of the maker of the crane involved in incident "
+             "IR-ONT-24-117?", budget=1024, k=5, profile="multi-hop")
+    first = {stems: hops[0] for stems, hops in seen if stems[0] == names[0]}
+    to_register = first[(names[0], "ont_equipment_register")]
+    to_guide = first[(names[0], "ont_terminal_guide")]
+    assert (to_register.name, to_guide.name) == ("QC-09", "QC-10")
+    assert to_register.weight == pytest.approx(1 / 3 ** 0.5, abs=1e-4)  # 4 documents
+    assert to_guide.weight == pytest.approx(to_register.weight * p.settings.listed_weight,
+                                            abs=1e-4)
 
 
 INCIDENTS = ["ont_incident_ir_24_117", "ont_incident_ir_24_131", "ont_incident_ir_24_142"]

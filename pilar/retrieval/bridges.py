@@ -44,7 +44,9 @@ hop grows every chain of the beam by one page:
    two-column record all are, and on a start every unit is unless the
    question's codes and proper names,
    :func:`~pilar.retrieval.chains.start_names`, are named only in register
-   rows);
+   rows), times ``listed_weight`` when it lands on a table cell listing
+   several codes (:func:`~pilar.retrieval.chains.listed`: the cranes of a
+   berth, ``QC-09, QC-10``, on a guide naming every crane);
 3. *chains*: a chain's score is its first page's score (plus ``named_start``
    times the specificity of the question's entity it names: the question names
    where its chain starts) plus its last page's relevance as an end (the better
@@ -86,7 +88,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from typing import TypeVar
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -97,10 +100,11 @@ from pilar.graph import GraphStore
 from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
-from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max
+from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max, scaled
 from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_per_document,
-                                    bridge_name, chain_path, dated_rows, keep_chains, lower,
-                                    may_lead, record_units, second_of_series, start_names)
+                                    bridge_name, chain_path, dated_rows, end_relevance,
+                                    keep_chains, listed, lower, may_lead, record_units,
+                                    second_of_series, start_names)
 from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -126,9 +130,8 @@ UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
 
 
-def _scaled(raw: float, lo: float, hi: float) -> float:
-    """A raw BM25 score min-max scaled to the shortlist's range ``lo``-``hi``, clipped to 0-1."""
-    return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+_MISSING = object()
+_T = TypeVar("_T")
 
 
 class BridgeExpander:
@@ -144,8 +147,9 @@ class BridgeExpander:
         self._lock = threading.Lock()
         self._kind_cache: LRUCache[str, tuple[str, frozenset[str]]] = LRUCache(8 * UNIT_PAGES)
         # what is worked out of pages' units, kept as they are (see _units_on)
-        self._contexts, self._records, self._facts = (
-            LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES))
+        self._contexts, self._records, self._facts, self._lists = (
+            LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES),
+            LRUCache(16 * UNIT_PAGES))
         self.on_chains: Callable[[str, list[list[Chain]], dict[str, RankedPage]], None] | None \
             = None
         """Called once per search, before the ranking, with the question,
@@ -153,15 +157,21 @@ class BridgeExpander:
         the starts) and the pages by id: for diagnostics
         (``bench/chain_beams.py``), never set by pilar itself."""
 
+    def _kept(self, cache: LRUCache, key: Hashable, work: Callable[[], _T]) -> _T:
+        """``cache[key]``, done by ``work`` (outside the lock) when the cache
+        lacks it: what pages' units give never changes (ids are content-addressed)."""
+        with self._lock:
+            found = cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = work()
+            with self._lock:
+                cache[key] = found
+        return found
+
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
-        with self._lock:
-            found = self._contexts.get((unit.support_id, name))
-        if found is None:
-            found = frozenset(tokens(mention_context(unit, name)))
-            with self._lock:
-                self._contexts[unit.support_id, name] = found
-        return found
+        return self._kept(self._contexts, (unit.support_id, name),
+                          lambda: frozenset(tokens(mention_context(unit, name))))
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
         """:meth:`GraphStore.units_on_pages` through an LRU of
@@ -209,7 +219,8 @@ class BridgeExpander:
                              key=lambda p: p.score + s.named_start * naming[p.page_id])
         kinds: dict[str, tuple[str, frozenset[str]]] = {}
         memo = _Memo()  # the question's end vector is embedded while the first hop reads
-        with beside(self._ends, question, names, by_id, shortlist, memo) as ending:
+        with beside(end_relevance, self.index, self.hybrid.embedder, s, question, names,
+                    by_id, shortlist, memo.end) as ending:
             with beside(Coverage, question, self.index.bm25_each, shortlist) as coverage:
                 self._kinds([p.page_id for p in starts], by_id, kinds)
                 superseded = self._superseded(question, by_id, kinds)
@@ -260,9 +271,11 @@ class BridgeExpander:
         the chain does not hold, of no kind it holds and not
         ``superseded``, through a bridge it has not used; a bridge leaving
         from a unit off the chain's bridge (:meth:`_on_bridge`; ``names``:
-        the question's, for a start) keeps ``off_bridge`` of its weight.
+        the question's, for a start) keeps ``off_bridge`` of its weight, one
+        landing on a list of codes (:meth:`_listed`) ``listed_weight``.
         ``bridge_paths`` of them are the best by their score without their
-        last page's (``memo.end``: :meth:`_ends` has filled it)."""
+        last page's (``memo.end``: :func:`~pilar.retrieval.chains.end_relevance`
+        has filled it)."""
         s = self.s
         by_source: dict[str, dict[str, list[Hop]]] = {}  # source -> reached page -> hops
         for pid, found in reached.items():
@@ -289,7 +302,8 @@ class BridgeExpander:
                 key = c.pages + (pid,)
                 for h in found:
                     weight = h.weight * (1.0 if on is None or h.source_support in on
-                                         else s.off_bridge)
+                                         else s.off_bridge) * (
+                        s.listed_weight if self._listed(pid, h.support, h.name) else 1.0)
                     score = base + s.bridge_cost * math.log(max(weight, 1e-6))
                     if key not in grown or score > grown[key].score:
                         if weight != h.weight:
@@ -297,34 +311,12 @@ class BridgeExpander:
                         grown[key] = Chain(key, c.hops + (h,), round(score, 6))
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
-    def _ends(self, question: str, names: list[str], by_id: dict[str, RankedPage],
-              shortlist: list[str], memo: _Memo):
-        """A function filling ``memo.end`` for the page ids it is given: each
-        page's relevance as a chain's last page, its hybrid score against
-        :func:`~pilar.retrieval.naming.asked_text` (BM25 normalised over the
-        range of the ``shortlist``'s page ids for that text; the page's own
-        score when the question names nothing)."""
-        s, ask = self.s, asked_text(question, names)
-        if not names or not tokens(ask):
-            def fill(page_ids: list[str]) -> None:
-                memo.end.update((pid, by_id[pid].score) for pid in page_ids)
-            return fill
-        vector = self.hybrid.embedder.query(ask)
-        raw = list(self.index.bm25_for(ask, shortlist).values())
-        lo, hi = (min(raw, default=0.0), max(raw, default=0.0))
-
-        def fill(page_ids: list[str]) -> None:
-            new = [pid for pid in page_ids if pid not in memo.end]
-            if not new:
-                return
-            with beside(self.index.bm25_for, ask, new) as lexical:
-                dense = self.index.dense_for(vector, new)
-            bm25 = lexical.result()
-            for pid in new:
-                norm = _scaled(bm25.get(pid, 0.0), lo, hi)
-                memo.end[pid] = max(by_id[pid].score,
-                                    s.bm25_weight * norm + s.dense_weight * dense[pid])
-        return fill
+    def _listed(self, page_id: str, support_id: str, name: str) -> bool:
+        """:func:`~pilar.retrieval.chains.listed` of the unit ``support_id``
+        of ``page_id`` (kept between searches, as the units are)."""
+        return self._kept(self._lists, (page_id, support_id, name), lambda: any(
+            listed(u, name) for u in self._units_on([page_id]).get(page_id, [])
+            if u.support_id == support_id))
 
     def _superseded(self, question: str, by_id: dict[str, RankedPage],
                     kinds: dict[str, tuple[str, frozenset[str]]]) -> set[str]:
@@ -534,14 +526,8 @@ class BridgeExpander:
         are rows of a register (tables of more than two columns: the other
         rows are other things), else all (:func:`~pilar.retrieval.chains.record_units`,
         kept between searches)."""
-        key = (page_id, tuple(names), entered)
-        with self._lock:
-            if key in self._records:
-                return self._records[key]
-        found = record_units(self._units_on([page_id]).get(page_id, []), names, entered)
-        with self._lock:
-            self._records[key] = found
-        return found
+        return self._kept(self._records, (page_id, tuple(names), entered), lambda: record_units(
+            self._units_on([page_id]).get(page_id, []), names, entered))
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],
@@ -591,7 +577,7 @@ class BridgeExpander:
         s = self.s
         for pid in new:
             doc_id, _, number = pid.rpartition(":")
-            norm = _scaled(raw.get(pid, 0.0), lo, hi)
+            norm = scaled(raw.get(pid, 0.0), lo, hi)
             base = round(s.bm25_weight * norm + s.dense_weight * dense[pid], 6)
             doc = docs[doc_id]
             by_id[pid] = RankedPage(pid, doc_id, int(number), base, doc.uri, doc.title,

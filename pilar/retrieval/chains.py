@@ -4,13 +4,15 @@ order (:class:`Chain`), which chains a hop keeps (:func:`keep_chains`), which
 entities can be bridges (:func:`bridge_name`) and the bridging units packing
 puts first (:func:`mark_bridging`), the rows a hop carries for a date
 (:func:`dated_rows`), the units a chain leaves a page by
-(:func:`record_units`), how much of the question a chain's pages hold
+(:func:`record_units`), the hops landing on a list of codes
+(:func:`listed`), how much of the question a chain's pages hold
 (:class:`Coverage`) and the pages that give way to a better page of their
 series (:func:`second_of_series`). The search itself is
 :class:`pilar.retrieval.bridges.BridgeExpander`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,14 +24,18 @@ from pilar.ingest.codes import codes, is_code
 from pilar.ingest.dates import dates_in
 from pilar.ingest.quantities import is_measure
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
+from pilar.config import Settings
 from pilar.model import RankedPage, Unit
 from pilar.parts import words
-from pilar.retrieval.naming import names_matcher, same_series, title_key
+from pilar.retrieval import PageIndex
+from pilar.retrieval.embeddings import Embedder
+from pilar.retrieval.hybrid import beside, scaled
+from pilar.retrieval.naming import asked_text, names_matcher, same_series, title_key
 from pilar.retrieval.terms import tokens
 
 __all__ = ["SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document", "bridge_name",
-           "chain_path", "dated_rows", "keep_chains", "lower", "mark_bridging", "may_lead",
-           "record_units", "second_of_series"]
+           "chain_path", "dated_rows", "end_relevance", "keep_chains", "listed", "lower", "mark_bridging",
+           "may_lead", "record_units", "second_of_series"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -70,6 +76,20 @@ def may_lead(unit: Unit) -> bool:
     spans = capitalised_spans(unit.text)  # read only for text naming no code
     return any(proper_name(surface) for surface, _, _ in spans) or any(
         map(proper_name, model_names(unit.text, spans)))
+
+
+_LIST_PARTS = re.compile(r"\s*(?:[,;/&]|\band\b|\bto\b|\bor\b)\s*")
+
+
+def listed(unit: Unit, name: str) -> bool:
+    """Does ``unit`` name ``name`` in a table cell that lists several codes:
+    split at ``, ; / &`` and the words *and*, *to*, *or*, two or more parts
+    hold a code (the cranes of a berth ``QC-09, QC-10``, ``VSD-101 to
+    VSD-103``; a container ``CVSU 481207 3`` or ``BMW M6`` is one part)?
+    The page names the bridge among others, not as what its row is about."""
+    named = names_matcher([name])
+    return any(named(cell) and sum(1 for part in _LIST_PARTS.split(cell) if codes(part)) >= 2
+               for cell in unit.cells)
 
 
 def record_units(units: list[Unit], names: list[str], entered: bool) -> frozenset[str] | None:
@@ -214,6 +234,39 @@ def second_of_series(ranked: Iterable[RankedPage], keep: Iterable[str] = ()
         else:
             above.append((page.doc_id, key))
     return out
+
+
+def end_relevance(index: PageIndex, embedder: Embedder, settings: Settings, question: str,
+                  names: list[str], by_id: dict[str, RankedPage], shortlist: list[str],
+                  end: dict[str, float]) -> Callable[[list[str]], None]:
+    """A function filling ``end`` (``{page_id: relevance 0-1}``) for the page
+    ids it is given: each page's relevance as a chain's last page, its hybrid
+    score (``settings``' BM25 and dense weights) against
+    :func:`~pilar.retrieval.naming.asked_text` (BM25 normalised over the range
+    of the ``shortlist``'s page ids for that text; the page's own score in
+    ``by_id`` when the question names nothing). Embeds the asked text once
+    (``embedder``) and reads ``index`` once per call."""
+    ask = asked_text(question, names)
+    if not names or not tokens(ask):
+        def own(page_ids: list[str]) -> None:
+            end.update((pid, by_id[pid].score) for pid in page_ids)
+        return own
+    vector = embedder.query(ask)
+    raw = list(index.bm25_for(ask, shortlist).values())
+    lo, hi = (min(raw, default=0.0), max(raw, default=0.0))
+
+    def fill(page_ids: list[str]) -> None:
+        new = [pid for pid in page_ids if pid not in end]
+        if not new:
+            return
+        with beside(index.bm25_for, ask, new) as lexical:
+            dense = index.dense_for(vector, new)
+        bm25 = lexical.result()
+        for pid in new:
+            end[pid] = max(by_id[pid].score,
+                           settings.bm25_weight * scaled(bm25.get(pid, 0.0), lo, hi)
+                           + settings.dense_weight * dense[pid])
+    return fill
 
 
 DATED_ROWS = 2

@@ -50,6 +50,11 @@ def best_first(pages: Iterable[RankedPage], k: int | None = None) -> list[Ranked
     return sorted(pages, key=lambda p: (-p.score, p.page_id))[:k]
 
 
+def scaled(raw: float, lo: float, hi: float) -> float:
+    """A raw BM25 score min-max scaled to a shortlist's range ``lo``-``hi``, clipped to 0-1."""
+    return min(max((raw - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+
+
 def min_max(scores: dict[str, float]) -> dict[str, float]:
     """Scale values to [0, 1] over the given set; if they are all equal, 1.0
     when they are positive and 0.0 when none is (no page matched)."""
