@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from pilar import Pilar
+from pilar.answers import RankedPage
 from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import Provenance, Support
-from pilar.answers import RankedPage
 from pilar.retrieval.chains import (Chain, Coverage, keep_chains, listed, may_lead,
                                     record_units, second_of_series, start_names)
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
@@ -327,8 +327,8 @@ def test_a_second_page_of_a_series_gives_way_to_the_chain_s_next_document(shared
     halved = page("cp21:1", "Time charter party – MV Baltrane Vireo – 1 May 2021")
     halved.trace["sibling_of_chain"] = 0.5  # cut once already: neither cut again nor above
     assert second_of_series([halved, cp22, cp19]) == [cp19]
-    # the ship's particulars and its class status come first, then one charter party of
-    # the two: the other keeps series_weight of its score (the chain never needed either)
+    # the ship's particulars and its class status come first (the chain), then the two
+    # charter parties, which the chain does not need: the second keeps series_weight
     p = Pilar(home=tmp_path)
     names = ["baltrane_vireo_particulars", "baltrane_verdin_particulars", "charter_party_vireo_2019",
              "charter_party_vireo_2022", "hcs_class_register_extract", "ont_vessel_schedule_w24"]
