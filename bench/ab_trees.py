@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+from results import write
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 QUESTIONS = SHARED / "wtq" / "dev" / "questions.tsv"
@@ -277,9 +279,7 @@ def main() -> None:
         for t in trees:
             t.close()
     report["seconds"] = round(time.perf_counter() - t0)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1))
+    write(report, args.json, indent=1)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ scores) and the full search (priors and graph expansion). Targets: overlap
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -38,6 +37,7 @@ from pilar.model import Scope
 from pilar.graph.linking import link_across
 from pilar.ingest import parse
 from pilar.writes import page_sections
+from results import write
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -133,9 +133,7 @@ def main() -> None:
     Console().print(table)
     Console().print({"fill": fill, "documents": report["documents"],
                      "index_pages": report["index_pages"]})
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write(report, args.json)
 
 
 if __name__ == "__main__":

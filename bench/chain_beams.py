@@ -24,7 +24,6 @@ the beam's width.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write  # noqa: E402
 from baselines import OUT, SHARED  # noqa: E402
 from multihop import STORES, open_store  # noqa: E402
 
@@ -100,9 +100,7 @@ def main() -> None:
                 str(b): {str(h): {f: sum(v) / len(v) for f, v in runs[b][h].items()}
                          for h in sorted(runs[b])} for b in beams}
         p.close()
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
+    write(result, args.json, indent=1)
 
 
 if __name__ == "__main__":

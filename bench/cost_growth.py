@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write  # noqa: E402
 from baselines import OUT, SHARED  # noqa: E402
 
 
@@ -163,9 +164,7 @@ def main() -> None:
             row[mode].pop("dense_top10")
         report["sizes"][size] = row
         print(json.dumps({size: row}, indent=1), flush=True)
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(report, indent=1))
+        write(report, args.json, indent=1)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ JSON: ``figures`` (method -> budget -> delivery, recall@10, n) and
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -41,6 +40,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write  # noqa: E402
 from baselines import (OUT, SHARED, FlatChunks, all_pages, ingest, page_only_packet,  # noqa: E402
                        pilar_search)  # noqa: E402
 
@@ -142,11 +142,8 @@ def main() -> None:
     for m, by in figures.items():
         table.add_row(m, *[f"{by[l][k]:.3f}" for l in labels for k in ("delivery", "recall@10")])
     console.print(table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"figures": figures, "per_question": per_question,
-                                         "documents": n_files,
-                                         "methods": {"flat_chunks": flat.name}}, indent=1))
+    write({"figures": figures, "per_question": per_question, "documents": n_files,
+           "methods": {"flat_chunks": flat.name}}, args.json, indent=1)
 
 
 if __name__ == "__main__":

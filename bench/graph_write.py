@@ -25,7 +25,6 @@ warmed-up figure).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -38,6 +37,7 @@ from rich.table import Table
 from pilar.graph.sqlite import SqliteGraphStore
 from pilar.db import SqliteDatabase
 from pilar.ingest import parse
+from results import write
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -111,9 +111,7 @@ def main() -> None:
     if "neo4j" in out:
         console.print(f"neo4j / sqlite time ratio at {sizes[0]} docs/write: "
                       f"{out['neo4j']['seconds'] / out['sqlite']['seconds']:.1f}x")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2))
+    write(out, args.json)
 
 
 if __name__ == "__main__":

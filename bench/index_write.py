@@ -17,7 +17,6 @@ largest batch, the second Elasticsearch at the largest batch.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -32,6 +31,7 @@ from pilar.model import IndexedPages
 from pilar.retrieval.elasticsearch import ElasticsearchPageIndex
 from pilar.retrieval.sqlite import SqlitePageIndex
 from pilar.db import SqliteDatabase
+from results import write
 
 
 def main() -> None:
@@ -90,9 +90,7 @@ def main() -> None:
                       f"{r['pages_per_s']:.1f}", f"{r['vectors_per_s']:.0f}",
                       f"{r['median_ms_per_doc']:.1f}", f"{r['load']:.1f}")
     Console().print(table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write(report, args.json)
 
 
 if __name__ == "__main__":

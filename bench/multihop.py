@@ -37,7 +37,6 @@ method -> figure -> one value per question, with ``hops`` and ``qid``).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -48,6 +47,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write  # noqa: E402
 from baselines import OUT, SHARED, FlatChunks, ingest, page_only, pilar_search  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
@@ -165,9 +165,7 @@ def main() -> None:
             result["ms"].setdefault(store, {})[s] = ms
             result["per_question"].setdefault(store, {})[s] = per_question
         p.close()
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
+    write(result, args.json, indent=1)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import random
 import statistics
@@ -44,6 +43,7 @@ from pilar import Pilar
 from pilar.config import Settings
 from pilar.graph.linking import link_across
 from pilar.ingest import parse
+from results import write
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -126,9 +126,7 @@ def main() -> None:
                           f"{r['load_before']:.2f} -> {r['load_after']:.2f}")
     console.print(table)
     console.print(report["env"])
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write(report, args.json)
 
 
 if __name__ == "__main__":

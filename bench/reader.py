@@ -48,6 +48,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import OUT, FlatChunks  # noqa: E402 - the sibling module
+from results import write  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
 from pilar.errors import LLMError  # noqa: E402
@@ -177,11 +178,8 @@ def main() -> None:
                 "em", "anls", "cite", "delivery", "no_cite", "nie")],
                 f"{f.get('median_s', 0):.2f}", str(f.get("failed", 0)))
     console.print(table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"budget": args.budget, "model": reader.client.model,
-                                         "questions": len(questions), "figures": figures},
-                                        indent=2))
+    write({"budget": args.budget, "model": reader.client.model, "questions": len(questions),
+           "figures": figures}, args.json)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,15 @@ import json
 from pathlib import Path
 
 
-def emit(figures: dict, path: Path | None) -> None:
-    """Print ``figures`` as indented JSON and, with ``path``, write them there
-    (its folder made when missing)."""
-    text = json.dumps(figures, indent=2)
-    print(text)
+def write(figures: dict, path: Path | None, indent: int = 2) -> None:
+    """With ``path``, write ``figures`` there as indented JSON (its folder made
+    when missing); without, nothing."""
     if path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_text(json.dumps(figures, indent=indent))
+
+
+def emit(figures: dict, path: Path | None) -> None:
+    """Print ``figures`` as indented JSON and, with ``path``, :func:`write` them there."""
+    print(json.dumps(figures, indent=2))
+    write(figures, path)

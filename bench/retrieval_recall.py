@@ -17,7 +17,6 @@ plus ``per_question`` (method -> figure -> one value per question).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -29,6 +28,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baselines import OUT, SHARED, all_pages, ingest  # noqa: E402
+from results import write  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
 from pilar.eval.metrics import RECALL_KS, recall_at_k  # noqa: E402
@@ -95,9 +95,7 @@ def main() -> None:
                                                         "recall@1-10", "MRR@10")],
                       f"{p50:.1f}", f"{p95:.1f}")
     console.print(table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1))
+    write(report, args.json, indent=1)
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_pe
                                     bridge_name, chain_path, dated_rows, end_relevance,
                                     keep_chains, listed, lower, may_lead, record_units,
                                     second_of_series, start_names)
-from pilar.retrieval.naming import (asked_text, mention_context, names_matcher, names_version,
+from pilar.retrieval.naming import (mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from pilar.config import DEFAULT_EMBEDDING_MODEL, Settings
 from pilar.errors import ConfigError
-from pilar.model import ParsedDocument, Unit
+from pilar.model import ParsedDocument
 from pilar.parts import batched, usable_cores
 from pilar.retrieval.query_encoder import (CountingTokenizer, ModelLayout, OnnxQueryEncoder,
                                            QueryEncoderError, export, quantize)
