@@ -488,3 +488,35 @@ def test_a_footer_is_no_anchor_and_the_chain_follows_the_reporter(shared_data: P
     assert roster.trace["bridge_path"][-2:] == ["HPD (unit of ont_incident_ir_24_142)",
                                                 "ont_technician_roster_2024_06"]
     assert "Crew Delta | Hedda Paulsen-Dale | HPD" in hit.packet.text
+
+
+def test_a_page_carries_the_unit_linked_to_a_unit_carried_above(shared_data: Path,
+                                                                tmp_path: Path):
+    """Among the terminal's own documents, the engineering standard's best
+    chain comes from the incident through a word every procedure names (the
+    HSE department audits it). The register, ranked above it, carries the
+    row of the RTG involved, which names its model ``ART-41``: the
+    standard's row of that model is the answer, and the standard carries it
+    beside the unit its own hop lands on."""
+    p = Pilar(home=tmp_path)
+    names = sorted(f.stem for f in (shared_data / "multihop2").glob("*.html")
+                   if f.stem.startswith(("ont_", "qc")))
+    assert len(names) == 19
+    assert {r.status for r in p.ingest([shared_data / "multihop2" / f"{n}.html"
+                                        for n in names])} == {"ingested"}
+    hit = p.search("How often must the RTG involved in incident IR-ONT-24-142 receive an "
+                   "engine service under ONT's engineering standard?", budget=1024, k=5,
+                   profile="multi-hop")
+    stems = [Path(pg.source).stem for pg in hit.pages]
+    assert stems[:3] == ["ont_incident_ir_24_142", "ont_equipment_register",
+                         "ont_crane_inspection_policy"]
+    register, standard = hit.pages[1:3]
+    assert register.trace["bridge_path"][-2] == "RTG-27 (unit of ont_incident_ir_24_142)"
+    assert standard.trace["bridge_path"][-2] == "HSE (unit of ont_incident_ir_24_142)"
+    units = p.graph.units_on_pages([register.page_id, standard.page_id])
+    carried = {pg.page_id: [u.cells[0] if u.cells else u.text[:25]
+                            for u in units[pg.page_id] if u.support_id in pg.bridging]
+               for pg in (register, standard)}
+    assert carried[register.page_id] == ["RTG-27"]
+    assert carried[standard.page_id] == ["ART-41", "Compliance is audited onc"]
+    assert "engine service every 500 engine hours" in hit.packet.text

@@ -81,7 +81,8 @@ place. Every chained page's trace names its path in its best chain, hop by hop:
 ``question -> ont_incident_ir_24_117 -> QC-09 (unit of ont_incident_ir_24_117)
 -> ont_equipment_register``; the pages of a hop the question asks for carry its
 units in ``bridging`` (:func:`~pilar.retrieval.chains.mark_bridging`), which
-packing puts first.
+packing puts first, with the unit where another hop from a unit carried
+above lands better (:meth:`BridgeExpander._bridging_units`).
 """
 
 from __future__ import annotations
@@ -128,6 +129,10 @@ class _Memo:
 
 UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
+LINKED_RELEVANCE = 0.5
+"""A page's linked unit is at least this share as relevant to the question
+as its most relevant unit (a link landing on a page's by-the-way mention,
+the city of a club on a page about another sport, costs the packet room)."""
 
 
 _MISSING = object()
@@ -230,6 +235,7 @@ class BridgeExpander:
                              + s.chain_coverage * memo.coverage.of((p.page_id,)))
                        for p in starts]]
             blocked = frozenset(eid for eid, _ in named)
+            every: dict[str, list[Hop]] = {}  # every hop to a page, for its bridging unit
             for hop in range(1, s.max_hops + 1):
                 beam, into, on = depths[-1], {}, {}
                 for c in beam:
@@ -244,6 +250,8 @@ class BridgeExpander:
                     break
                 bridges = self.graph.bridges(list(anchors), s.bridge_documents, s.bridge_pages)
                 reached = self._reached(bridges, anchors, blocked, hop, asks, memo)
+                for pid, found in reached.items():
+                    every.setdefault(pid, []).extend(found)
                 self._score(question, query, reached, by_id, scope, (lo, hi))
                 found = [pid for pid in reached if pid in by_id]
                 with beside(memo.coverage.read, found) as reading:
@@ -257,10 +265,10 @@ class BridgeExpander:
         if self.on_chains is not None:
             self.on_chains(question, depths, by_id)
         hops = self._rank(depths, by_id, kinds, superseded)
-        if keep is not None:
-            top = {p.page_id for p in best_first(by_id.values(), keep)}
-            hops = {pid: h for pid, h in hops.items() if pid in top and h.source in top}
-        return self._bridging_units(hops, qterms, query, memo)
+        top = {p.page_id for p in best_first(by_id.values(), keep)} if keep is not None \
+            else set(by_id)
+        hops = {pid: h for pid, h in hops.items() if pid in top and h.source in top}
+        return self._bridging_units(hops, every, by_id, qterms, query, memo)
 
     def _grow(self, beam: list["Chain"], names: list[str], reached: dict[str, list[Hop]],
               by_id: dict[str, RankedPage], kinds: dict[str, tuple[str, frozenset[str]]],
@@ -492,24 +500,59 @@ class BridgeExpander:
             self._facts.update((pid, out[pid]) for pid in new)
         return {pid: out[pid] for pid in units}
 
-    def _bridging_units(self, hops: dict[str, Hop], qterms: tuple[str, ...],
+    def _bridging_units(self, hops: dict[str, Hop], every: dict[str, list[Hop]],
+                        by_id: dict[str, RankedPage], qterms: tuple[str, ...],
                         query: np.ndarray, memo: _Memo) -> dict[str, Hop]:
         """``hops`` with each reached page's bridging unit the one naming the
         bridge in a table cell, most relevant to the question first (the
         tariff's row of ``40RH``, not the note listing every size-type code),
-        else the most relevant naming it."""
-        units = self._units_on(list(dict.fromkeys([*hops, *(h.source for h in hops.values())])))
+        else the most relevant naming it, and its ``linked`` unit: where
+        another hop of the search (``every``: all, by page reached) lands,
+        leaving from a unit the packet carries on a page of these ranked
+        above it (that page's bridging, linked or dated units, or the anchor
+        of a hop the question asks for), by a bridge no lighter than the
+        page's own hop's, when it lands better (``bridge_cost`` times the log
+        weight plus the landing unit's relevance, :meth:`_landing`) on a unit
+        at least :data:`LINKED_RELEVANCE` as relevant as the page's best. A
+        reader reads the packet from its best page down and follows the links
+        between the units it is given: the log's row of the repair names the technician ``KDO``,
+        whose roster row is the answer, though the roster's best chain came
+        through ``STS`` in the register. Pages are taken best first, so the
+        units of the pages above are known."""
+        pages = list(dict.fromkeys([*hops, *(h.source for h in hops.values())]))
+        units = self._units_on(pages)
         relevance = self._relevance({pid: units[pid] for pid in hops}, qterms, query, memo)
+        carried: dict[str, set[str]] = {}
+        for h in hops.values():
+            if h.asked:
+                carried.setdefault(h.source, set()).add(h.source_support)
         out = {}
-        for pid, h in hops.items():
-            named = names_matcher([h.name])
-            best = max(((any(map(named, u.cells)), rel, u.support_id)
-                        for u, rel in zip(units[pid], relevance[pid]) if named(u.text)),
-                       default=None)
-            found = replace(h, support=best[2]) if best is not None else h
-            out[pid] = replace(found, dated=dated_rows(units.get(h.source, []),
-                                                        h.source_support, units[pid]))
+        for pid, h in sorted(hops.items(), key=lambda kv: -by_id[kv[0]].score):
+            rel = dict(zip((u.support_id for u in units[pid]), relevance[pid]))
+            own = self._landing(h, units[pid], rel)
+            linked = max((self._landing(x, units[pid], rel) for x in every.get(pid, ())
+                          if x.source in carried and by_id[x.source].score > by_id[pid].score
+                          and x.source_support in carried[x.source] and x.weight >= h.weight),
+                         default=own)
+            out[pid] = replace(h, support=own[3], dated=dated_rows(
+                units.get(h.source, []), h.source_support, units[pid]),
+                linked=(linked[3],) if linked[:3] > own[:3] and linked[3] != own[3]
+                and linked[2] >= LINKED_RELEVANCE * max(rel.values()) else ())
+            carried.setdefault(pid, set()).update((own[3], *out[pid].linked, *out[pid].dated))
         return out
+
+    def _landing(self, hop: Hop, units: list[Unit], relevance: dict[str, float]
+                 ) -> tuple[float, bool, float, str]:
+        """Where ``hop`` lands among ``units`` (its page's; ``relevance`` by
+        support id): the unit naming its bridge in a table cell, most relevant
+        first, else the most relevant naming it (its own support when none
+        does); as ``(bridge_cost * log weight + relevance, in a cell,
+        relevance, support id)``, better first when compared."""
+        named = names_matcher([hop.name])
+        cell, rel, sid = max(((any(map(named, u.cells)), relevance[u.support_id], u.support_id)
+                              for u in units if named(u.text)),
+                             default=(False, 0.0, hop.support))
+        return (self.s.bridge_cost * math.log(max(hop.weight, 1e-6)) + rel, cell, rel, sid)
 
     def _on_bridge(self, page_id: str, names: list[str], entered: bool
                    ) -> frozenset[str] | None:

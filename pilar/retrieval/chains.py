@@ -41,7 +41,7 @@ __all__ = ["SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document", "br
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
     """Set ``bridging`` of the pages of ``ranked`` joined by a hop whose two
     ends are both in ``ranked`` (in place): on the reached page the unit that
-    names the bridge, and, when the question asks for the hop
+    names the bridge, its dated and linked units (:class:`Hop`), and, when the question asks for the hop
     (:attr:`Hop.asked`), on the source page the unit that named it. Packing
     puts them first and then takes each page's units in turn, so the
     chain's last page is not crowded out by the first."""
@@ -52,7 +52,7 @@ def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
             if h.asked:
                 marks.setdefault(h.source, {})[h.source_support] = None
             marks.setdefault(pid, {})[h.support] = None
-            marks[pid].update(dict.fromkeys(h.dated))
+            marks[pid].update(dict.fromkeys((*h.dated, *h.linked)))
     for pid, sids in marks.items():
         where[pid].bridging = tuple(sids)
 
@@ -131,7 +131,12 @@ class Hop:
     hop started from (``source``) and the anchor there (``source_support``),
     the hop number, the bridge's weight (see the module docstring) and
     whether the question asks for it (``asked``: a word of the question in
-    the bridge's context, the column it sits in or the words before it)."""
+    the bridge's context, the column it sits in or the words before it);
+    ``dated``: rows of the page of the day the source's record gives
+    (:func:`dated_rows`), ``linked``: the unit another hop lands on from a
+    unit a page ranked above carries, where it lands better than this one
+    (:meth:`~pilar.retrieval.bridges.BridgeExpander._bridging_units`);
+    both are carried with the bridging unit."""
 
     bridge: str
     name: str
@@ -142,6 +147,7 @@ class Hop:
     weight: float
     asked: bool = False
     dated: tuple[str, ...] = ()
+    linked: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
