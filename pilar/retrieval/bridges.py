@@ -265,9 +265,9 @@ class BridgeExpander:
         if self.on_chains is not None:
             self.on_chains(question, depths, by_id)
         hops = self._rank(depths, by_id, kinds, superseded)
-        top = {p.page_id for p in best_first(by_id.values(), keep)} if keep is not None \
-            else set(by_id)
-        hops = {pid: h for pid, h in hops.items() if pid in top and h.source in top}
+        if keep is not None:
+            top = {p.page_id for p in best_first(by_id.values(), keep)}
+            hops = {pid: h for pid, h in hops.items() if pid in top and h.source in top}
         return self._bridging_units(hops, every, by_id, qterms, query, memo)
 
     def _grow(self, beam: list["Chain"], names: list[str], reached: dict[str, list[Hop]],
@@ -515,10 +515,10 @@ class BridgeExpander:
         weight plus the landing unit's relevance, :meth:`_landing`) on a unit
         at least :data:`LINKED_RELEVANCE` as relevant as the page's best. A
         reader reads the packet from its best page down and follows the links
-        between the units it is given: the log's row of the repair names the technician ``KDO``,
-        whose roster row is the answer, though the roster's best chain came
-        through ``STS`` in the register. Pages are taken best first, so the
-        units of the pages above are known."""
+        between the units it is given: the log's row of the repair names the
+        technician ``KDO``, whose roster row is the answer, though the
+        roster's best chain came through ``STS`` in the register. Pages are
+        taken best first, so the units of the pages above are known."""
         pages = list(dict.fromkeys([*hops, *(h.source for h in hops.values())]))
         units = self._units_on(pages)
         relevance = self._relevance({pid: units[pid] for pid in hops}, qterms, query, memo)

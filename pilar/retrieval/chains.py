@@ -41,10 +41,10 @@ __all__ = ["SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document", "br
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
     """Set ``bridging`` of the pages of ``ranked`` joined by a hop whose two
     ends are both in ``ranked`` (in place): on the reached page the unit that
-    names the bridge, its dated and linked units (:class:`Hop`), and, when the question asks for the hop
-    (:attr:`Hop.asked`), on the source page the unit that named it. Packing
-    puts them first and then takes each page's units in turn, so the
-    chain's last page is not crowded out by the first."""
+    names the bridge and its dated and linked units (:class:`Hop`), and, when
+    the question asks for the hop (:attr:`Hop.asked`), on the source page the
+    unit that named it. Packing puts them first and then takes each page's
+    units in turn, so the chain's last page is not crowded out by the first."""
     where = {p.page_id: p for p in ranked}
     marks: dict[str, dict[str, None]] = {}
     for pid, h in hops.items():
