@@ -82,7 +82,7 @@ place. Every chained page's trace names its path in its best chain, hop by hop:
 -> ont_equipment_register``; the pages of a hop the question asks for carry its
 units in ``bridging`` (:func:`~pilar.retrieval.chains.mark_bridging`), which
 packing puts first, with the unit where another hop from a unit carried
-above lands better (:meth:`BridgeExpander._bridging_units`).
+above lands better (:func:`~pilar.retrieval.chains.carried_units`).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max, scaled
 from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_per_document,
-                                    bridge_name, chain_path, dated_rows, end_relevance,
+                                    bridge_name, carried_units, chain_path, end_relevance,
                                     keep_chains, listed, lower, may_lead, record_units,
                                     second_of_series, start_names)
 from pilar.retrieval.naming import (mention_context, names_matcher, names_version,
@@ -129,10 +129,6 @@ class _Memo:
 
 UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
-LINKED_RELEVANCE = 0.5
-"""A page's linked unit is at least this share as relevant to the question
-as its most relevant unit (a link landing on a page's by-the-way mention,
-the city of a club on a page about another sport, costs the packet room)."""
 
 
 _MISSING = object()
@@ -503,56 +499,15 @@ class BridgeExpander:
     def _bridging_units(self, hops: dict[str, Hop], every: dict[str, list[Hop]],
                         by_id: dict[str, RankedPage], qterms: tuple[str, ...],
                         query: np.ndarray, memo: _Memo) -> dict[str, Hop]:
-        """``hops`` with each reached page's bridging unit the one naming the
-        bridge in a table cell, most relevant to the question first (the
-        tariff's row of ``40RH``, not the note listing every size-type code),
-        else the most relevant naming it, and its ``linked`` unit: where
-        another hop of the search (``every``: all, by page reached) lands,
-        leaving from a unit the packet carries on a page of these ranked
-        above it (that page's bridging, linked or dated units, or the anchor
-        of a hop the question asks for), by a bridge no lighter than the
-        page's own hop's, when it lands better (``bridge_cost`` times the log
-        weight plus the landing unit's relevance, :meth:`_landing`) on a unit
-        at least :data:`LINKED_RELEVANCE` as relevant as the page's best. A
-        reader reads the packet from its best page down and follows the links
-        between the units it is given: the log's row of the repair names the
-        technician ``KDO``, whose roster row is the answer, though the
-        roster's best chain came through ``STS`` in the register. Pages are
-        taken best first, so the units of the pages above are known."""
-        pages = list(dict.fromkeys([*hops, *(h.source for h in hops.values())]))
-        units = self._units_on(pages)
+        """``hops`` with their bridging and linked units
+        (:func:`~pilar.retrieval.chains.carried_units`, ``every``: all hops of
+        the search by page reached), from the pages' units and their relevance
+        to the question."""
+        units = self._units_on(list(dict.fromkeys([*hops, *(h.source for h in hops.values())])))
         relevance = self._relevance({pid: units[pid] for pid in hops}, qterms, query, memo)
-        carried: dict[str, set[str]] = {}
-        for h in hops.values():
-            if h.asked:
-                carried.setdefault(h.source, set()).add(h.source_support)
-        out = {}
-        for pid, h in sorted(hops.items(), key=lambda kv: -by_id[kv[0]].score):
-            rel = dict(zip((u.support_id for u in units[pid]), relevance[pid]))
-            own = self._landing(h, units[pid], rel)
-            linked = max((self._landing(x, units[pid], rel) for x in every.get(pid, ())
-                          if x.source in carried and by_id[x.source].score > by_id[pid].score
-                          and x.source_support in carried[x.source] and x.weight >= h.weight),
-                         default=own)
-            out[pid] = replace(h, support=own[3], dated=dated_rows(
-                units.get(h.source, []), h.source_support, units[pid]),
-                linked=(linked[3],) if linked[:3] > own[:3] and linked[3] != own[3]
-                and linked[2] >= LINKED_RELEVANCE * max(rel.values()) else ())
-            carried.setdefault(pid, set()).update((own[3], *out[pid].linked, *out[pid].dated))
-        return out
-
-    def _landing(self, hop: Hop, units: list[Unit], relevance: dict[str, float]
-                 ) -> tuple[float, bool, float, str]:
-        """Where ``hop`` lands among ``units`` (its page's; ``relevance`` by
-        support id): the unit naming its bridge in a table cell, most relevant
-        first, else the most relevant naming it (its own support when none
-        does); as ``(bridge_cost * log weight + relevance, in a cell,
-        relevance, support id)``, better first when compared."""
-        named = names_matcher([hop.name])
-        cell, rel, sid = max(((any(map(named, u.cells)), relevance[u.support_id], u.support_id)
-                              for u in units if named(u.text)),
-                             default=(False, 0.0, hop.support))
-        return (self.s.bridge_cost * math.log(max(hop.weight, 1e-6)) + rel, cell, rel, sid)
+        return carried_units(hops, every, {pid: p.score for pid, p in by_id.items()}, units,
+                             {pid: dict(zip((u.support_id for u in units[pid]), rel))
+                              for pid, rel in relevance.items()}, self.s.bridge_cost)
 
     def _on_bridge(self, page_id: str, names: list[str], entered: bool
                    ) -> frozenset[str] | None:

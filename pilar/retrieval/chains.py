@@ -12,9 +12,10 @@ series (:func:`second_of_series`). The search itself is
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,8 +34,8 @@ from pilar.retrieval.hybrid import beside, scaled
 from pilar.retrieval.naming import asked_text, names_matcher, same_series, title_key
 from pilar.retrieval.terms import tokens
 
-__all__ = ["SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document", "bridge_name",
-           "chain_path", "dated_rows", "end_relevance", "keep_chains", "listed", "lower", "mark_bridging",
+__all__ = ["LINKED_RELEVANCE", "SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document",
+           "bridge_name", "carried_units", "chain_path", "dated_rows", "end_relevance", "keep_chains", "listed", "lower", "mark_bridging",
            "may_lead", "record_units", "second_of_series"]
 
 
@@ -135,7 +136,7 @@ class Hop:
     ``dated``: rows of the page of the day the source's record gives
     (:func:`dated_rows`), ``linked``: the unit another hop lands on from a
     unit a page ranked above carries, where it lands better than this one
-    (:meth:`~pilar.retrieval.bridges.BridgeExpander._bridging_units`);
+    (:func:`carried_units`);
     both are carried with the bridging unit."""
 
     bridge: str
@@ -277,6 +278,63 @@ def end_relevance(index: PageIndex, embedder: Embedder, settings: Settings, ques
 
 DATED_ROWS = 2
 """Rows of a reached page a hop carries for the date its source gives (at most)."""
+
+
+LINKED_RELEVANCE = 0.5
+"""A page's linked unit is at least this share as relevant to the question
+as its most relevant unit (a link landing on a page's by-the-way mention,
+the city of a club on a page about another sport, costs the packet room)."""
+
+
+def landing(hop: Hop, units: list[Unit], relevance: dict[str, float], bridge_cost: float
+            ) -> tuple[float, bool, float, str]:
+    """Where ``hop`` lands among ``units`` (its page's; ``relevance`` to the
+    question by support id): the unit naming its bridge in a table cell,
+    most relevant first, else the most relevant naming it (its own support
+    when none does); as ``(bridge_cost * log weight + relevance, in a cell,
+    relevance, support id)``, better first when compared."""
+    named = names_matcher([hop.name])
+    cell, rel, sid = max(((any(map(named, u.cells)), relevance[u.support_id], u.support_id)
+                          for u in units if named(u.text)), default=(False, 0.0, hop.support))
+    return (bridge_cost * math.log(max(hop.weight, 1e-6)) + rel, cell, rel, sid)
+
+
+def carried_units(hops: dict[str, Hop], every: dict[str, list[Hop]], scores: dict[str, float],
+                  units: dict[str, list[Unit]], relevance: dict[str, dict[str, float]],
+                  bridge_cost: float) -> dict[str, Hop]:
+    """``hops`` (``{page_id: Hop}``) with each reached page's bridging unit
+    where its hop lands (:func:`landing`: the tariff's row of ``40RH``, not
+    the note listing every size-type code), its dated rows
+    (:func:`dated_rows`) and its ``linked`` unit: where another hop of the
+    search (``every``: all, by page reached) lands, leaving from a unit the
+    packet carries on a page ranked above it (``scores`` by page id; that
+    page's bridging, linked or dated units, or the anchor of a hop the
+    question asks for), by a bridge no lighter than the page's own hop's,
+    when it lands better on a unit at least :data:`LINKED_RELEVANCE` as
+    relevant as the page's best (``units`` and ``relevance`` by page id). A
+    reader reads the packet from its best page down and follows the links
+    between the units it is given: the log's row of the repair names the
+    technician ``KDO``, whose roster row is the answer, though the roster's
+    best chain came through ``STS`` in the register. Pages are taken best
+    first, so the units of the pages above are known."""
+    carried: dict[str, set[str]] = {}
+    for h in hops.values():
+        if h.asked:
+            carried.setdefault(h.source, set()).add(h.source_support)
+    out = {}
+    for pid, h in sorted(hops.items(), key=lambda kv: -scores[kv[0]]):
+        rel = relevance[pid]
+        own = landing(h, units[pid], rel, bridge_cost)
+        linked = max((landing(x, units[pid], rel, bridge_cost) for x in every.get(pid, ())
+                      if x.source in carried and scores[x.source] > scores[pid]
+                      and x.source_support in carried[x.source] and x.weight >= h.weight),
+                     default=own)
+        out[pid] = replace(h, support=own[3], dated=dated_rows(
+            units.get(h.source, []), h.source_support, units[pid]),
+            linked=(linked[3],) if linked[:3] > own[:3] and linked[3] != own[3]
+            and linked[2] >= LINKED_RELEVANCE * max(rel.values()) else ())
+        carried.setdefault(pid, set()).update((own[3], *out[pid].linked, *out[pid].dated))
+    return out
 
 
 def dated_rows(source: list[Unit], anchor: str, reached: list[Unit]) -> tuple[str, ...]:
