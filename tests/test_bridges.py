@@ -14,9 +14,9 @@ from pilar.answers import RankedPage
 from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
-from pilar.model import Provenance, Support
-from pilar.retrieval.chains import (Chain, Coverage, keep_chains, listed, may_lead,
-                                    record_units, second_of_series, start_names)
+from pilar.model import Provenance, Support, Unit
+from pilar.retrieval.chains import (Chain, Coverage, Hop, carried_units, keep_chains, listed,
+                                    may_lead, record_units, second_of_series, start_names)
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -520,3 +520,40 @@ def test_a_page_carries_the_unit_linked_to_a_unit_carried_above(shared_data: Pat
     assert carried[register.page_id] == ["RTG-27"]
     assert carried[standard.page_id] == ["ART-41", "Compliance is audited onc"]
     assert "engine service every 500 engine hours" in hit.packet.text
+
+
+def test_a_link_is_carried_down_the_packet_onto_a_relevant_unit():
+    """The log (ranked above) carries its repair row naming ``KDO``; the
+    roster's own hop came through ``STS``. The roster carries KDO's row as
+    its linked unit; a link from a page ranked below it, by a bridge lighter
+    than its own or landing on a unit less than half as relevant as the
+    page's best, is not taken."""
+    def unit(page: str, i: int, cells: tuple[str, ...]) -> Unit:
+        return Unit(f"{page}.u{i}", page, 1, "row", " | ".join(cells), "", f"{page}.s{i}",
+                    cells=cells)
+
+    log = [unit("log", 0, ("2024-06-13", "WO-55812", "twistlock pins", "KDO"))]
+    roster = [unit("roster", 0, ("Ivar Eide", "IVE", "STS crane operator")),
+              unit("roster", 1, ("Kaspar Dahlgren-Osei", "KDO", "Crane technician"))]
+    units = {"log": log, "roster": roster, "register": [], "manual": []}
+    own = Hop("code:sts", "STS", "roster.s0", "register", "register.s8", 2, 0.1)
+    to_log = Hop("code:qc-09", "QC-09", "log.s0", "register", "register.s8", 1, 0.5, asked=True)
+    by_kdo = Hop("code:kdo", "KDO", "roster.s1", "log", "log.s0", 2, 0.7, asked=True)
+    on = Hop("code:ktl-40", "KTL-40", "manual.s0", "log", "log.s0", 3, 0.5, asked=True)
+    relevance = {"log": {"log.s0": 0.6}, "roster": {"roster.s0": 0.55, "roster.s1": 0.5},
+                 "manual": {}}
+    hops = {"roster": own, "log": to_log, "manual": on}  # the log's row is carried either way
+
+    def linked(scores: dict[str, float], rel: dict[str, dict[str, float]] = relevance,
+               link: Hop = by_kdo):
+        return carried_units(hops, {"roster": [own, link]}, scores, units, rel, 0.2
+                             )["roster"].linked
+
+    ranks = {"register": 1.2, "log": 0.9, "roster": 0.7, "manual": 0.5}
+    assert linked(ranks) == ("roster.s1",)
+    assert linked({**ranks, "log": 0.6}) == ()  # the log ranks below the roster
+    weak = {**relevance, "roster": {"roster.s0": 0.55, "roster.s1": 0.2}}
+    assert linked(ranks, weak) == ()
+    strong = {**relevance, "roster": {"roster.s0": 0.55, "roster.s1": 0.6}}
+    assert linked(ranks, strong, replace(by_kdo, weight=0.11)) == ("roster.s1",)
+    assert linked(ranks, strong, replace(by_kdo, weight=0.09)) == ()  # lighter than STS
