@@ -89,12 +89,11 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import TypeVar
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from cachetools import LRUCache
+from cachetools import LRUCache, cachedmethod
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
@@ -131,10 +130,6 @@ UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
 
 
-_MISSING = object()
-_T = TypeVar("_T")
-
-
 class BridgeExpander:
     """See the module docstring; ``settings`` should carry the profile."""
 
@@ -158,21 +153,12 @@ class BridgeExpander:
         the starts) and the pages by id: for diagnostics
         (``bench/chain_beams.py``), never set by pilar itself."""
 
-    def _kept(self, cache: LRUCache, key: Hashable, work: Callable[[], _T]) -> _T:
-        """``cache[key]``, done by ``work`` (outside the lock) when the cache
-        lacks it: what pages' units give never changes (ids are content-addressed)."""
-        with self._lock:
-            found = cache.get(key, _MISSING)
-        if found is _MISSING:
-            found = work()
-            with self._lock:
-                cache[key] = found
-        return found
-
+    @cachedmethod(lambda self: self._contexts, key=lambda _, unit, name: (unit.support_id, name),
+                  lock=lambda self: self._lock)
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
-        """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``."""
-        return self._kept(self._contexts, (unit.support_id, name),
-                          lambda: frozenset(tokens(mention_context(unit, name))))
+        """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``
+        (kept between searches, as the units are)."""
+        return frozenset(tokens(mention_context(unit, name)))
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
         """:meth:`GraphStore.units_on_pages` through an LRU of
@@ -315,12 +301,12 @@ class BridgeExpander:
                         grown[key] = Chain(key, c.hops + (h,), round(score, 6))
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
+    @cachedmethod(lambda self: self._lists, lock=lambda self: self._lock)
     def _listed(self, page_id: str, support_id: str, name: str) -> bool:
         """:func:`~pilar.retrieval.chains.listed` of the unit ``support_id``
         of ``page_id`` (kept between searches, as the units are)."""
-        return self._kept(self._lists, (page_id, support_id, name), lambda: any(
-            listed(u, name) for u in self._units_on([page_id]).get(page_id, [])
-            if u.support_id == support_id))
+        return any(listed(u, name) for u in self._units_on([page_id]).get(page_id, [])
+                   if u.support_id == support_id)
 
     def _superseded(self, question: str, by_id: dict[str, RankedPage],
                     kinds: dict[str, tuple[str, frozenset[str]]]) -> set[str]:
@@ -505,10 +491,12 @@ class BridgeExpander:
         to the question."""
         units = self._units_on(list(dict.fromkeys([*hops, *(h.source for h in hops.values())])))
         relevance = self._relevance({pid: units[pid] for pid in hops}, qterms, query, memo)
-        return carried_units(hops, every, {pid: p.score for pid, p in by_id.items()}, units,
+        return carried_units(hops, every, {pid: by_id[pid].score for pid in units}, units,
                              {pid: dict(zip((u.support_id for u in units[pid]), rel))
                               for pid, rel in relevance.items()}, self.s.bridge_cost)
 
+    @cachedmethod(lambda self: self._records, lock=lambda self: self._lock,
+                  key=lambda _, page_id, names, entered: (page_id, tuple(names), entered))
     def _on_bridge(self, page_id: str, names: list[str], entered: bool
                    ) -> frozenset[str] | None:
         """The supports of ``page_id`` a chain that came to it through
@@ -524,8 +512,7 @@ class BridgeExpander:
         are rows of a register (tables of more than two columns: the other
         rows are other things), else all (:func:`~pilar.retrieval.chains.record_units`,
         kept between searches)."""
-        return self._kept(self._records, (page_id, tuple(names), entered), lambda: record_units(
-            self._units_on([page_id]).get(page_id, []), names, entered))
+        return record_units(self._units_on([page_id]).get(page_id, []), names, entered)
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],

@@ -35,8 +35,9 @@ from pilar.retrieval.naming import asked_text, names_matcher, same_series, title
 from pilar.retrieval.terms import tokens
 
 __all__ = ["LINKED_RELEVANCE", "SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document",
-           "bridge_name", "carried_units", "chain_path", "dated_rows", "end_relevance", "keep_chains", "listed", "lower", "mark_bridging",
-           "may_lead", "record_units", "second_of_series"]
+           "bridge_name", "carried_units", "chain_path", "dated_rows", "end_relevance",
+           "keep_chains", "landing", "listed", "lower", "mark_bridging", "may_lead",
+           "record_units", "second_of_series"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:

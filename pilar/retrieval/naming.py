@@ -18,8 +18,7 @@ from pilar.model import Unit
 from pilar.retrieval.terms import tokens
 
 __all__ = ["mention_context", "names_matcher", "names_version", "naming_words", "same_series",
-           "siblings",
-           "template", "title_key", "versions"]
+           "siblings", "template", "title_key", "versions"]
 
 
 def _name_regex(name: str) -> str | None:
