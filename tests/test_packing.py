@@ -17,7 +17,7 @@ from pilar.errors import EmptyStoreError
 from pilar.model import Unit
 from pilar.packing.packet import PageEvidence, block_order, page_excerpt, unit_block
 from pilar.packing.statistics import tables_of
-from pilar.packing.selection import KEY_WEIGHT, ScoredUnit, UnitSelector, bm25_scores
+from pilar.packing.selection import ScoredUnit, UnitSelector, bm25_scores
 from pilar.retrieval.terms import tokens
 from pilar.retrieval.unit_runs import (GROUP_WORDS, UNIT_TOKENS, group_leaders, group_text,
                                       table_heads, unit_groups)

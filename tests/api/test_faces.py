@@ -280,7 +280,7 @@ def test_mcp_tool_schemas_are_the_rest_request_models(faces):
     the store's limits), ``answer`` without REST's ``stream``."""
     from mcp import Client
 
-    from pilar.api.models import answer_request, search_request
+    from pilar.api.models import search_request
 
     async def listed():
         async with Client(faces["mcp"]) as client:
