@@ -4,6 +4,7 @@ documents of ``../shared/data/multihop2``."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,8 +16,9 @@ from pilar.ingest import parse
 from pilar.ingest.codes import code_entities, code_key, codes
 from pilar.ingest.names import capitalised_spans, model_names, proper_name
 from pilar.model import Provenance, Support, Unit
-from pilar.retrieval.chains import (Chain, Coverage, Hop, carried_units, keep_chains, listed,
-                                    may_lead, record_units, second_of_series, start_names)
+from pilar.retrieval.chains import (Chain, Coverage, Hop, carried_units, keep_chains, leaving,
+                                    listed, may_lead, record_units, second_of_series,
+                                    start_names)
 from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
@@ -557,3 +559,38 @@ def test_a_link_is_carried_down_the_packet_onto_a_relevant_unit():
     strong = {**relevance, "roster": {"roster.s0": 0.55, "roster.s1": 0.6}}
     assert linked(ranks, strong, replace(by_kdo, weight=0.11)) == ("roster.s1",)
     assert linked(ranks, strong, replace(by_kdo, weight=0.09)) == ()  # lighter than STS
+
+
+def test_a_chain_leaves_its_start_as_far_as_it_beats_staying_there():
+    starts = [Chain(("report",), (), 1.0), Chain(("other",), (), 0.8)]
+
+    def first(*scores: float) -> list[Chain]:
+        return [Chain(("report", f"p{i}"), (), s) for i, s in enumerate(scores)]
+
+    assert leaving(starts, first(1.3, 1.2), 0.1) == pytest.approx(
+        (1 + math.exp(-1)) / (1 + math.exp(-1) + math.exp(-3)))
+    assert leaving(starts, first(1.0), 0.1) == pytest.approx(0.5)  # as good as staying
+    assert leaving(starts, first(0.8), 0.1) == pytest.approx(1 / (1 + math.exp(2)))
+    assert leaving(starts, [], 0.1) == 1.0 and leaving([], first(0.5), 0.1) == 1.0
+    assert leaving(starts, first(-100.0), 0.001) == pytest.approx(0.0, abs=1e-12)  # no overflow
+
+
+def test_a_lookup_one_page_answers_keeps_its_ranking_a_chain_does_not(
+        chain_store: Pilar, wtq_pages: Path, tmp_path: Path):
+    # chains start from the incident through the call it names: nearly the whole unit of
+    # chain mass goes out to the pages they reach
+    hit = chain_store.search(QUESTION, budget=1024, k=5, profile="multi-hop")
+    schedule = next(p for p in hit.pages if Path(p.source).stem == CHAIN[1])
+    assert schedule.trace["leaving"] > 0.9 and schedule.trace["chain"] > 0.1
+    # WTQ nt-94 asks a wrestling event list for the event after another; its rows name
+    # venues and wrestlers other pages list too, but no chain through them beats staying
+    # on the list, so the pages they reach gain next to nothing
+    lookup = Pilar(home=tmp_path)
+    pages = ["204-23", "203-787", "203-711", "203-485", "203-20", "201-34"]
+    assert [r.status for r in lookup.ingest([wtq_pages / f"{n}.html" for n in pages])] \
+        == ["ingested"] * 6
+    hit = lookup.search("what is the next event after hardcore tv #15?", budget=3072, k=10,
+                        profile="multi-hop")
+    chained = [p for p in hit.pages if "leaving" in p.trace]
+    assert chained and all(p.trace["leaving"] < 0.05 for p in chained)
+    assert all(p.trace["chain"] < 0.02 for p in chained)

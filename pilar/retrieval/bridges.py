@@ -71,7 +71,12 @@ their scores (``chain_temperature``), to the pages they hold; a page gains
 ``chain_bonus`` times its mass summed over the hops, so the pages that many
 good chains pass through (the register between the incident and the datasheet)
 rise, and a page the links alone reach (a sibling model's datasheet with the
-same words) does not. A page of the same kind as a page of the best chain that
+same words) does not. The unit is scaled by how likely a chain leaves its
+start at all (:func:`~pilar.retrieval.chains.leaving`: the first hop's chains
+against staying on the best start, in the same softmax), so a question one
+document answers (a lookup in a table whose rows name other pages) keeps its
+ranking, and one whose start names a code that leads on gains the whole unit.
+A page of the same kind as a page of the best chain that
 no chain holds, or a version the question does not name, keeps
 ``sibling_weight`` of its score; a chained page among the first
 :data:`~pilar.retrieval.chains.SERIES_PLACES` below a page of its series
@@ -103,7 +108,7 @@ from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max, scaled
 from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_per_document,
                                     bridge_name, carried_units, chain_path, end_relevance,
-                                    keep_chains, listed, lower, may_lead, record_units,
+                                    keep_chains, leaving, listed, lower, may_lead, record_units,
                                     second_of_series, start_names)
 from pilar.retrieval.naming import (mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
@@ -327,7 +332,8 @@ class BridgeExpander:
               ) -> dict[str, Hop]:
         """Raise each page by its chain mass over the hops' beams
         (``depths[h]``: the chains of ``h`` hops, best first; the Ranking of
-        the module docstring), lower the pages of the kind of the first hop's
+        the module docstring), scaled by how likely a chain leaves its start
+        at all (:func:`~pilar.retrieval.chains.leaving`), lower the pages of the kind of the first hop's
         best chain that no chain holds, the ``superseded`` versions (even
         those a chain starts from) and the second pages of a series, and
         write each chained page's path in its best chain in its trace. The
@@ -338,19 +344,21 @@ class BridgeExpander:
         s = self.s
         mass: dict[str, float] = {}
         held: dict[str, tuple[Chain, int]] = {}
+        leave = leaving(depths[0], depths[1], s.chain_temperature) if len(depths) > 1 else 1.0
         for beam in depths[1:]:
             top = beam[0].score
             weights = [math.exp((c.score - top) / s.chain_temperature) for c in beam]
             total = sum(weights)
             for c, w in zip(beam, weights):
                 for i, pid in enumerate(c.pages):
-                    mass[pid] = mass.get(pid, 0.0) + w / total
+                    mass[pid] = mass.get(pid, 0.0) + leave * w / total
                     if i and (pid not in held or held[pid][0].score < c.score):
                         held[pid] = (c, i)
         hops: dict[str, Hop] = {}
         for pid, m in mass.items():
             page = by_id[pid]
             page.trace["chain"] = round(s.chain_bonus * m, 6)
+            page.trace["leaving"] = round(leave, 4)
             page.score = round(page.score + s.chain_bonus * m, 6)
         for pid, (c, i) in held.items():
             page = by_id[pid]

@@ -36,8 +36,8 @@ from pilar.retrieval.terms import tokens
 
 __all__ = ["LINKED_RELEVANCE", "SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document",
            "bridge_name", "carried_units", "chain_path", "dated_rows", "end_relevance",
-           "keep_chains", "landing", "listed", "lower", "mark_bridging", "may_lead",
-           "record_units", "second_of_series"]
+           "keep_chains", "landing", "leaving", "listed", "lower", "mark_bridging",
+           "may_lead", "record_units", "second_of_series"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -206,6 +206,24 @@ def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: in
             break
         keep.setdefault(c.pages, c)
     return sorted(keep.values(), key=lambda c: (-c.score, c.pages))
+
+
+def leaving(starts: list[Chain], first: list[Chain], temperature: float) -> float:
+    """How likely (0-1) a chain leaves its first document at all: the first
+    hop's chains (``first``, best first) against *staying*, the best start
+    of ``starts`` alone (the question answered by one document), in one
+    softmax of their scores at ``temperature``: the first hop's share.
+    Each hop's chain mass is scaled by it (the Ranking of
+    :mod:`pilar.retrieval.bridges`): where no chain beats staying by much,
+    as for a lookup in one table whose rows name other pages, the pages the
+    chains reach gain little, and where the question's start names a code
+    that leads on, nearly the whole unit. 1.0 without a first hop or a start."""
+    if not first or not starts:
+        return 1.0
+    top = first[0].score
+    chains = sum(math.exp((c.score - top) / temperature) for c in first)
+    stay = max(c.score for c in starts)
+    return chains / (chains + math.exp(min((stay - top) / temperature, 700.0)))
 
 
 SERIES_PLACES = 5
