@@ -182,6 +182,9 @@ def test_explain_shows_each_reached_page_s_bridge_path_and_chain_bonus(chain_sto
     assert line.strip().startswith("bridge (hop 2): question -> ont_incident_ir_24_117 -> "
                                    "VC-24-1183 (unit of ont_incident_ir_24_117)")
     assert "chain +" in got.output  # the score the bridges passed on is in the sum shown
+    leaving = chain_store.search(QUESTION, budget=1024, k=5, profile="multi-hop"
+                                 ).pages[2].trace["leaving"]
+    assert leaving > 0.9 and f"chains leave their start {leaving:.2f}" in got.output
 
 
 def test_mention_context_is_the_column_or_the_words_before():

@@ -157,7 +157,8 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
 
 _PARTS = ("adjacent", "same_section", "alias", "graph", "chain")
 """Bonuses of a page's trace, in the order shown (``chain``: the multi-hop
-profile's score flowing along bridges; ``sibling_of_chain`` and
+profile's score flowing along bridges, shown with how likely its chains
+leave their start, :func:`~pilar.retrieval.chains.leaving`; ``sibling_of_chain`` and
 ``second_of_series`` are subtracted)."""
 
 
@@ -166,7 +167,9 @@ def _explain(pages, settings) -> None:
     wb, wd = settings.bm25_weight, settings.dense_weight
     for i, pg in enumerate(pages, 1):
         t = pg.trace
-        parts = [f"{k} +{t[k]:.3f}" for k in _PARTS if k in t]
+        parts = [f"{k} +{t[k]:.3f}" + (f" (chains leave their start {t['leaving']:.2f})"
+                                        if k == "chain" and "leaving" in t else "")
+                 for k in _PARTS if k in t]
         if "sibling_of_chain" in t:
             parts.append(f"sibling of a chained page -{t['sibling_of_chain']:.3f}")
         if "second_of_series" in t:
