@@ -158,8 +158,8 @@ def ask(question: Annotated[str, typer.Argument(metavar="QUESTION",
 _PARTS = ("adjacent", "same_section", "alias", "graph", "chain")
 """Bonuses of a page's trace, in the order shown (``chain``: the multi-hop
 profile's score flowing along bridges, shown with how likely its chains
-leave their start, :func:`~pilar.retrieval.chains.leaving`; ``sibling_of_chain`` and
-``second_of_series`` are subtracted)."""
+leave their start, :func:`~pilar.retrieval.chains.leaving`;
+``sibling_of_chain`` and ``second_of_series`` are subtracted)."""
 
 
 def _explain(pages, settings) -> None:

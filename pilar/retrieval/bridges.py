@@ -333,10 +333,11 @@ class BridgeExpander:
         """Raise each page by its chain mass over the hops' beams
         (``depths[h]``: the chains of ``h`` hops, best first; the Ranking of
         the module docstring), scaled by how likely a chain leaves its start
-        at all (:func:`~pilar.retrieval.chains.leaving`), lower the pages of the kind of the first hop's
-        best chain that no chain holds, the ``superseded`` versions (even
-        those a chain starts from) and the second pages of a series, and
-        write each chained page's path in its best chain in its trace. The
+        at all (:func:`~pilar.retrieval.chains.leaving`), lower the pages of
+        the kind of the first hop's best chain that no chain holds, the
+        ``superseded`` versions (even those a chain starts from) and the
+        second pages of a series, and write each chained page's path in its
+        best chain in its trace. The
         *lead* chain (the first hop's best, grown while the next hop's best
         grows it, as far as its pages hold the first places but one) takes
         the places its pages earned, in reasoning order. Returns ``{page_id:

@@ -211,8 +211,9 @@ def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: in
 def leaving(starts: list[Chain], first: list[Chain], temperature: float) -> float:
     """How likely (0-1) a chain leaves its first document at all: the first
     hop's chains (``first``, best first) against *staying*, the best start
-    of ``starts`` alone (the question answered by one document), in one
-    softmax of their scores at ``temperature``: the first hop's share.
+    of ``starts`` (chains of no hop: the question answered by one document),
+    in one softmax of their :attr:`Chain.score` at ``temperature``: the first
+    hop's share.
     Each hop's chain mass is scaled by it (the Ranking of
     :mod:`pilar.retrieval.bridges`): where no chain beats staying by much,
     as for a lookup in one table whose rows name other pages, the pages the
