@@ -107,9 +107,9 @@ from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max, scaled
 from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_per_document,
-                                    bridge_name, carried_units, chain_path, end_relevance,
-                                    keep_chains, leaving, listed, lower, may_lead, record_units,
-                                    second_of_series, start_names)
+                                    bridge_name, carried_units, chain_path, chain_weights,
+                                    end_relevance, keep_chains, leaving, listed, lower,
+                                    may_lead, record_units, second_of_series, start_names)
 from pilar.retrieval.naming import (mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
 from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
@@ -347,8 +347,7 @@ class BridgeExpander:
         held: dict[str, tuple[Chain, int]] = {}
         leave = leaving(depths[0], depths[1], s.chain_temperature) if len(depths) > 1 else 1.0
         for beam in depths[1:]:
-            top = beam[0].score
-            weights = [math.exp((c.score - top) / s.chain_temperature) for c in beam]
+            weights = chain_weights(beam, s.chain_temperature)
             total = sum(weights)
             for c, w in zip(beam, weights):
                 for i, pid in enumerate(c.pages):

@@ -35,9 +35,9 @@ from pilar.retrieval.naming import asked_text, names_matcher, same_series, title
 from pilar.retrieval.terms import tokens
 
 __all__ = ["LINKED_RELEVANCE", "SERIES_PLACES", "Chain", "Coverage", "Hop", "best_per_document",
-           "bridge_name", "carried_units", "chain_path", "dated_rows", "end_relevance",
-           "keep_chains", "landing", "leaving", "listed", "lower", "mark_bridging",
-           "may_lead", "record_units", "second_of_series"]
+           "bridge_name", "carried_units", "chain_path", "chain_weights", "dated_rows",
+           "end_relevance", "keep_chains", "landing", "leaving", "listed", "lower",
+           "mark_bridging", "may_lead", "record_units", "second_of_series"]
 
 
 def mark_bridging(ranked: list[RankedPage], hops: dict[str, "Hop"]) -> None:
@@ -208,6 +208,15 @@ def keep_chains(chains: list[Chain], end: dict[str, float], beam: int, paths: in
     return sorted(keep.values(), key=lambda c: (-c.score, c.pages))
 
 
+def chain_weights(beam: list[Chain], temperature: float) -> list[float]:
+    """Softmax weights (unnormalised, the best chain's 1.0) of ``beam``'s
+    chains (best first) by :attr:`Chain.score` at ``temperature``: how a
+    hop's chains share out their chain mass (the Ranking of
+    :mod:`pilar.retrieval.bridges`)."""
+    top = beam[0].score if beam else 0.0
+    return [math.exp((c.score - top) / temperature) for c in beam]
+
+
 def leaving(starts: list[Chain], first: list[Chain], temperature: float) -> float:
     """How likely (0-1) a chain leaves its first document at all: the first
     hop's chains (``first``, best first) against *staying*, the best start
@@ -221,10 +230,9 @@ def leaving(starts: list[Chain], first: list[Chain], temperature: float) -> floa
     that leads on, nearly the whole unit. 1.0 without a first hop or a start."""
     if not first or not starts:
         return 1.0
-    top = first[0].score
-    chains = sum(math.exp((c.score - top) / temperature) for c in first)
+    chains = sum(chain_weights(first, temperature))
     stay = max(c.score for c in starts)
-    return chains / (chains + math.exp(min((stay - top) / temperature, 700.0)))
+    return chains / (chains + math.exp(min((stay - first[0].score) / temperature, 700.0)))
 
 
 SERIES_PLACES = 5
