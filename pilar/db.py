@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from cachetools import LRUCache
 
 from pilar.errors import EmptyStoreError, StoreError
 from pilar.migrations import migration_files
@@ -131,6 +134,11 @@ class SqliteDatabase:
                 applied.append(version)
             return applied
 
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside its own write transaction
+        (its reads see rows that may yet roll back)."""
+        return self._owner == threading.get_ident()
+
     @property
     def schema_version(self) -> int:
         return self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -170,3 +178,49 @@ class SqliteDatabase:
             self._readers.clear()
         self._monitor.close()
         self._writer.close()
+
+
+class ReadCache:
+    """Reads of ``db`` kept while the file is unchanged: one LRU map of at
+    most ``size`` entries per kind of read, all emptied when a write is
+    committed to the file, by this process or another
+    (:meth:`SqliteDatabase.data_version`). Reads inside the calling thread's
+    own write transaction are neither served nor kept (they may roll back).
+
+    A read takes what is kept with :meth:`get`, reads the rest from the file
+    and keeps it with :meth:`put`, passing back the stamp :meth:`get` gave
+    (so what was read before a commit is not kept after it)."""
+
+    def __init__(self, db: SqliteDatabase, size: int):
+        self.db = db
+        self.size = size
+        self._lock = threading.Lock()
+        self._stamp: int | None = None
+        self._maps: dict[str, LRUCache] = {}
+
+    def get(self, kind: str, keys: Iterable[Hashable]
+            ) -> tuple[dict[Hashable, Any], list[Hashable], int | None]:
+        """``(kept, missing, stamp)``: the values kept for ``keys`` of
+        ``kind``, the keys (in order, once each) they lack, and the stamp to
+        :meth:`put` the missing ones under (None inside a write transaction:
+        nothing is served)."""
+        keys = list(dict.fromkeys(keys))
+        if self.db.in_transaction():
+            return {}, keys, None
+        stamp = self.db.data_version()
+        with self._lock:
+            if stamp != self._stamp:
+                self._maps.clear()
+                self._stamp = stamp
+            kept = self._maps.setdefault(kind, LRUCache(self.size))
+            found = {k: v for k in keys if (v := kept.get(k, _MISSING)) is not _MISSING}
+        return found, [k for k in keys if k not in found], stamp
+
+    def put(self, kind: str, values: dict[Hashable, Any], stamp: int | None) -> None:
+        """Keep ``values`` of ``kind`` if the file is as it was at ``stamp``."""
+        with self._lock:
+            if stamp is not None and stamp == self._stamp:
+                self._maps.setdefault(kind, LRUCache(self.size)).update(values)
+
+
+_MISSING = object()

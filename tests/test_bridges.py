@@ -110,6 +110,11 @@ def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data:
     capped = {b.entity_id: b for b in graph_store.bridges(details, 2, 20)}
     assert capped["code:qc09"].documents == 3 and capped["code:qc09"].pages == []
     assert capped["code:vc241183"].pages  # two documents: within the cap
+    # a read kept between searches is not kept past a write: a fourth document names the crane
+    graph_store.write_document(parse(shared_data / "multihop2" / "qc09_maintenance_log_2024.html"))
+    again = {b.entity_id: b for b in graph_store.bridges(details, 10, 20)}
+    assert again["code:qc09"].documents == 4 and again["code:vc241183"].documents == 2
+    assert len({pid.rpartition(":")[0] for pid, _, _ in again["code:qc09"].pages}) == 4
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pilar.errors import NotSupportedError
@@ -20,7 +20,7 @@ from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, UnitStats,
                          to_jsonable)
-from pilar.db import SqliteDatabase
+from pilar.db import ReadCache, SqliteDatabase
 from pilar.parts import batched, words
 
 
@@ -69,6 +69,10 @@ def _unit(r) -> Unit:
                     terms=json.loads(r[13]), length=r[14], tokens=r[15], tokenizer=r[16]))
 
 
+READ_CACHE = 32_768
+"""Entries of each kind of read a :class:`SqliteGraphStore` keeps between searches."""
+
+
 class SqliteGraphStore:
     """GraphStore on the embedded SQLite file (see :class:`pilar.graph.GraphStore`)."""
 
@@ -76,6 +80,7 @@ class SqliteGraphStore:
 
     def __init__(self, db: SqliteDatabase):
         self.db = db
+        self.reads = ReadCache(db, READ_CACHE)  # what searches read again and again
 
     def migrate(self) -> list[int]:
         """Apply pending ``migrations/sqlite`` files (shared with the page index)."""
@@ -376,14 +381,17 @@ class SqliteGraphStore:
     # -- graph expansion (PILAR §3.4, App. E.6) ---------------------------------
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
         """``{page_id: {section_path, ...}}``: the section paths a page's
-        supports sit in, for every id given. One query for all pages. Raises
-        ``sqlite3.Error`` if the read fails."""
-        out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in page_ids}
-        if not out:
-            return out
-        for pid, path in self.db.conn.execute(sql.PAGE_SECTIONS, (json.dumps(list(out)),)):
-            out[pid].add(tuple(json.loads(path)))
-        return out
+        supports sit in, for every id given. One query for the pages not
+        kept (:class:`~pilar.db.ReadCache`). Raises ``sqlite3.Error`` if the
+        read fails."""
+        def read(ids: list[str]) -> dict[str, frozenset[tuple[str, ...]]]:
+            out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in ids}
+            for pid, path in self.db.conn.execute(sql.PAGE_SECTIONS, (json.dumps(ids),)):
+                out[pid].add(tuple(json.loads(path)))
+            return {pid: frozenset(paths) for pid, paths in out.items()}
+        if not page_ids:
+            return {}
+        return {pid: set(paths) for pid, paths in self._kept("sections", page_ids, read).items()}
 
     def expansion_pages(self, entity_ids: list[str],
                         limit: int = 50) -> dict[str, dict[str, list[str]]]:
@@ -426,36 +434,72 @@ class SqliteGraphStore:
 
     def bridges(self, support_ids: list[str], max_documents: int = 10,
                 limit: int = 20) -> list[Bridge]:
-        """The entities mentioned on ``support_ids`` and where they lead, in one
-        query (:meth:`pilar.graph.GraphStore.bridges`). Raises
-        ``sqlite3.Error`` if the read fails."""
+        """The entities mentioned on ``support_ids`` and where they lead
+        (:meth:`pilar.graph.GraphStore.bridges`): the mentions of each support
+        and the reach of each entity are read once (two queries for those not
+        kept) and kept while the file is unchanged (:class:`~pilar.db.ReadCache`).
+        Raises ``sqlite3.Error`` if a read fails."""
         if not support_ids:
             return []
-        found: dict[str, Bridge] = {}
-        sources: dict[str, list[str]] = {}
+        named = self._kept("mentions", support_ids, self._support_mentions)
+        sources: dict[str, set[str]] = {}
+        for sid, eids in named.items():
+            for eid in eids:
+                sources.setdefault(eid, set()).add(sid)
+        reach = self._kept(f"reach {max_documents} {limit}", sorted(sources),
+                           lambda ids: self._entity_reach(ids, max_documents, limit))
+        return [Bridge(eid, name, tuple(sorted(sources[eid])), n, list(pages))
+                for eid, found in reach.items() if found is not None
+                for name, n, pages in (found,)]
+
+    def _kept(self, kind: str, keys: list, read: Callable[[list], dict]) -> dict:
+        """``{key: value}`` for ``keys`` (in order) from :attr:`reads`, the
+        missing ones by ``read(missing)`` (kept for the next call)."""
+        kept, missing, stamp = self.reads.get(kind, keys)
+        if missing:
+            found = read(missing)
+            self.reads.put(kind, found, stamp)
+            kept.update(found)
+        return {k: kept[k] for k in dict.fromkeys(keys)}
+
+    def _support_mentions(self, support_ids: list[str]) -> dict[str, tuple[str, ...]]:
+        """``{support_id: (entity_id, ...)}``: the entities each support mentions."""
+        out: dict[str, list[str]] = {sid: [] for sid in support_ids}
+        for sid, eid in self.db.conn.execute(sql.SUPPORT_MENTIONS, (json.dumps(support_ids),)):
+            out[sid].append(eid)
+        return {sid: tuple(eids) for sid, eids in out.items()}
+
+    def _entity_reach(self, entity_ids: list[str], max_documents: int, limit: int
+                      ) -> dict[str, tuple | None]:
+        """``{entity_id: (name, documents, pages) or None}`` (None: no such
+        entity), in one query: :class:`~pilar.model.Bridge`'s ``documents``
+        and ``pages``, the first ``limit`` pages by document and page number."""
+        found: dict[str, tuple[str, int]] = {}
         pages: dict[str, list[tuple[str, int, str, str]]] = {}
         for kind, eid, a, b, c, d in self.db.conn.execute(
-                sql.BRIDGES, (json.dumps(list(support_ids)), max_documents)):
-            if kind == "from":
-                sources.setdefault(eid, []).append(a)
-            elif kind == "docs":
-                found[eid] = Bridge(eid, a, (), b)
+                sql.ENTITY_REACH, (json.dumps(entity_ids), max_documents)):
+            if kind == "docs":
+                found[eid] = (a, b)
             else:
                 pages.setdefault(eid, []).append((b, c, a, d))
-        for eid, bridge in found.items():
-            bridge.supports = tuple(sorted(set(sources.get(eid, ()))))
+        out: dict[str, tuple | None] = {}
+        for eid in entity_ids:
             first = sorted(pages.get(eid, ()))[:limit]  # by document, then page number
-            bridge.pages = sorted((f"{doc}:{page}", sid, other) for doc, page, sid, other in first)
-        return sorted(found.values(), key=lambda x: x.entity_id)
+            out[eid] = None if eid not in found else (*found[eid], tuple(
+                sorted((f"{doc}:{page}", sid, other) for doc, page, sid, other in first)))
+        return out
 
     def template_supports(self, support_ids: list[str], documents: int = 3,
                           max_documents: int = 10) -> set[str]:
-        """:meth:`pilar.graph.GraphStore.template_supports`, one query. Raises
+        """:meth:`pilar.graph.GraphStore.template_supports`, one query for the
+        supports not kept (:class:`~pilar.db.ReadCache`). Raises
         ``sqlite3.Error`` if the read fails."""
-        if not support_ids:
-            return set()
-        return {sid for sid, in self.db.conn.execute(
-            sql.TEMPLATE_SUPPORTS, (json.dumps(list(support_ids)), documents, max_documents))}
+        def read(ids: list[str]) -> dict[str, bool]:
+            found = {sid for sid, in self.db.conn.execute(
+                sql.TEMPLATE_SUPPORTS, (json.dumps(ids), documents, max_documents))}
+            return {sid: sid in found for sid in ids}
+        kept = self._kept(f"template {documents} {max_documents}", support_ids, read)
+        return {sid for sid, template in kept.items() if template}
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
         """A document's assertions with their support ids, in insertion order."""

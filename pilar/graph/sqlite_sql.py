@@ -162,19 +162,20 @@ SELECT 'assertion', i, doc_id || ':' || page, sid, NULL, NULL, NULL, aid, pred, 
 FROM assertion_ranked WHERE r <= ?2
 ORDER BY 1, 2, 10
 """
-# bridge expansion (see SqliteGraphStore.bridges): ?1 a JSON array of support
-# ids, ?2 the most documents a bridge may be mentioned in. Rows: ('from',
-# entity, support) for each mention on the given supports; ('docs', entity,
-# name, documents) with documents counted up to ?2 + 1; ('page', entity,
-# support, document, page, entity reached) for bridges of at most ?2 documents,
-# every page (the caller keeps the first by document and page). A mention's
-# document and page are its own columns (migration 12), read from the index
+# bridge expansion (see SqliteGraphStore.bridges), in two reads. SUPPORT_MENTIONS: ?1 a
+# JSON array of support ids; rows (support, entity) for each mention on them.
+SUPPORT_MENTIONS = """
+WITH src(sid) AS (SELECT DISTINCT value FROM json_each(?1))
+SELECT m.support_id, m.entity_id FROM src JOIN mentions m ON m.support_id = src.sid
+"""
+# ENTITY_REACH: ?1 a JSON array of entity ids, ?2 the most documents a bridge may be
+# mentioned in. Rows: ('docs', entity, name, documents) with documents counted up to
+# ?2 + 1; ('page', entity, support, document, page, entity reached) for entities of at
+# most ?2 documents, every page (the caller keeps the first by document and page). A
+# mention's document and page are its own columns (migration 12), read from the index
 # mentions_entity_place.
-BRIDGES = """
-WITH src(sid) AS (SELECT DISTINCT value FROM json_each(?1)),
-here AS (SELECT m.entity_id AS eid, m.support_id AS sid FROM src JOIN mentions m
-         ON m.support_id = src.sid),
-ents AS (SELECT DISTINCT eid FROM here),
+ENTITY_REACH = """
+WITH ents(eid) AS (SELECT DISTINCT value FROM json_each(?1)),
 docs AS (SELECT e.eid, (SELECT count(*) FROM (
             SELECT DISTINCT m.doc_id FROM mentions m WHERE m.entity_id = e.eid LIMIT ?2 + 1)) AS n
          FROM ents e),
@@ -185,8 +186,7 @@ linked(eid, other) AS (
 hits AS (SELECT l.eid, l.other, m.doc_id, m.page, min(m.support_id) AS sid
          FROM linked l JOIN mentions m ON m.entity_id = l.other
          GROUP BY l.eid, m.doc_id, m.page)
-SELECT 'from', eid, sid, NULL, NULL, NULL FROM here
-UNION ALL SELECT 'docs', d.eid, e.name, d.n, NULL, NULL FROM docs d
+SELECT 'docs', d.eid, e.name, d.n, NULL, NULL FROM docs d
     JOIN entities e ON e.entity_id = d.eid
 UNION ALL SELECT 'page', eid, sid, doc_id, page, other FROM hits
 """
