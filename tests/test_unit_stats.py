@@ -85,7 +85,7 @@ def test_bm25_from_postings_is_bm25_over_the_texts(ingested: Pilar):
         assert got.shape == (len(texts),)
         assert np.array_equal(got, want) and got_idf == want_idf
         stored = [(u.stats.terms, u.stats.length) for us in by_page.values() for u in us]
-        by_counts, counts_idf = bm25_of_counts(tokens(q), stored)  # bridge expansion's way
+        by_counts, counts_idf = bm25_of_counts(tokens(q), stored)  # bm25_with_idf's way
         assert np.array_equal(by_counts, want) and counts_idf == want_idf
     assert bm25_of_postings(["x"], [])[0].shape == (0,)
     plain = [u for us in by_page.values() for u in us]

@@ -95,7 +95,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from cachetools import LRUCache, cachedmethod
@@ -105,14 +105,14 @@ from pilar.graph import GraphStore
 from pilar.model import Bridge, RankedPage, Scope, Unit
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
-from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, min_max, scaled
+from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, scaled
 from pilar.retrieval.chains import (SERIES_PLACES, Chain, Coverage, Hop, best_per_document,
                                     bridge_name, carried_units, chain_path, chain_weights,
                                     end_relevance, keep_chains, leaving, listed, lower,
                                     may_lead, record_units, second_of_series, start_names)
 from pilar.retrieval.naming import (mention_context, names_matcher, names_version,
                                     naming_words, siblings, template, title_key, versions)
-from pilar.retrieval.terms import bm25_of_counts, tokens, unit_term_counts
+from pilar.retrieval.terms import Postings, bm25_of_postings, tokens, unit_term_counts
 
 __all__ = ["BridgeExpander"]
 
@@ -278,6 +278,7 @@ class BridgeExpander:
                 for h in found:
                     by_source.setdefault(h.source, {}).setdefault(pid, []).append(h)
         grown: dict[tuple[str, ...], Chain] = {}
+        listed: dict[tuple[str, str, str], float] = {}  # (page, support, name) -> its weight
         for c in beam:
             used = {h.bridge for h in c.hops}
             docs = {by_id[pid].doc_id for pid in c.pages}
@@ -296,13 +297,15 @@ class BridgeExpander:
                     memo.coverage.of(c.pages, held, pid) - covered)
                 key = c.pages + (pid,)
                 for h in found:
+                    if (at := (pid, h.support, h.name)) not in listed:
+                        listed[at] = s.listed_weight if self._listed(*at) else 1.0
                     weight = h.weight * (1.0 if on is None or h.source_support in on
-                                         else s.off_bridge) * (
-                        s.listed_weight if self._listed(pid, h.support, h.name) else 1.0)
+                                         else s.off_bridge) * listed[at]
                     score = base + s.bridge_cost * math.log(max(weight, 1e-6))
                     if key not in grown or score > grown[key].score:
                         if weight != h.weight:
-                            h = replace(h, weight=round(weight, 4))
+                            h = Hop(h.bridge, h.name, h.support, h.source, h.source_support,
+                                    h.hop, round(weight, 4), h.asked, h.dated, h.linked)
                         grown[key] = Chain(key, c.hops + (h,), round(score, 6))
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
@@ -323,9 +326,12 @@ class BridgeExpander:
         if not named:
             return set()
         self._kinds([p.page_id for p in near], by_id, kinds)
-        return {p.page_id for p in near for q in near
-                if q is not p and siblings(kinds[p.page_id], kinds[q.page_id])
-                and names_version(named, q.title, p.title)}
+        of_kind: dict[tuple[str, frozenset[str]], list[RankedPage]] = {}
+        for p in near:
+            of_kind.setdefault(kinds[p.page_id], []).append(p)
+        return {p.page_id for a, these in of_kind.items() for b, those in of_kind.items()
+                if siblings(a, b) for p in these for q in those
+                if q is not p and names_version(named, q.title, p.title)}
 
     def _rank(self, depths: list[list["Chain"]], by_id: dict[str, RankedPage],
               kinds: dict[str, tuple[str, frozenset[str]]], superseded: set[str]
@@ -462,18 +468,20 @@ class BridgeExpander:
         the pages ``memo`` does not hold yet (their facts: :meth:`_page_facts`)."""
         new = {pid: us for pid, us in units.items() if pid not in memo.relevance}
         cosines: dict[str, float] = {}  # once a run
-        for pid, (counts, leaders, vectors, _) in self._page_facts(new).items():
+        for pid, (postings, leaders, vectors, _) in self._page_facts(new).items():
             cosines.update((uid, float(vec @ query)) for uid, vec in vectors.items()
                            if uid not in cosines)
-            lexical = min_max(dict(enumerate(bm25_of_counts(qterms, counts)[0])))
-            memo.relevance[pid] = [0.5 * lexical.get(i, 0.0)
-                                   + 0.5 * max(cosines.get(uid, 0.0), 0.0)
-                                   for i, uid in enumerate(leaders)]
+            lexical = bm25_of_postings(qterms, [postings])[0]
+            lo, hi = (lexical.min(), lexical.max()) if len(lexical) else (0.0, 0.0)
+            lexical = (lexical - lo) / (hi - lo) if hi - lo >= 1e-12 else \
+                np.full(len(lexical), 1.0 if hi > 0 else 0.0)  # min-max within the page
+            dense = np.array([max(cosines.get(uid, 0.0), 0.0) for uid in leaders])
+            memo.relevance[pid] = (0.5 * lexical + 0.5 * dense).tolist()
         return {pid: memo.relevance[pid] for pid in units}
 
     def _page_facts(self, units: dict[str, list[Unit]]
-                    ) -> dict[str, tuple[list, list[str], dict[str, np.ndarray], list[bool]]]:
-        """``{page_id: (term counts of each unit, the id of its run's first
+                    ) -> dict[str, tuple[Postings, list[str], dict[str, np.ndarray], list[bool]]]:
+        """``{page_id: (postings of its units' term counts, the id of its run's first
         unit, {that id: its vector}, whether it :func:`may_lead`)}`` of the
         pages of ``units`` (kept like the units; one vector read for the
         pages not kept)."""
@@ -483,7 +491,7 @@ class BridgeExpander:
         vectors = self.index.unit_vectors(sorted({x for ls in new.values() for x in ls.values()}))
         for pid, leader in new.items():
             of = [leader[u.unit_id] for u in units[pid]]
-            out[pid] = ([unit_term_counts(u) for u in units[pid]], of,
+            out[pid] = (Postings([unit_term_counts(u) for u in units[pid]]), of,
                         {x: vectors[x] for x in of if x in vectors},
                         [may_lead(u) for u in units[pid]])
         with self._lock:
