@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-from cachetools import LRUCache
 
 from pilar.errors import EmptyStoreError, StoreError
 from pilar.migrations import migration_files
@@ -181,8 +179,9 @@ class SqliteDatabase:
 
 
 class ReadCache:
-    """Reads of ``db`` kept while the file is unchanged: one LRU map of at
-    most ``size`` entries per kind of read, all emptied when a write is
+    """Reads of ``db`` kept while the file is unchanged: one map of at most
+    ``size`` entries per kind of read (emptied when full: the reads a
+    search repeats come back at once), all emptied when a write is
     committed to the file, by this process or another
     (:meth:`SqliteDatabase.data_version`). Reads inside the calling thread's
     own write transaction are neither served nor kept (they may roll back).
@@ -196,7 +195,7 @@ class ReadCache:
         self.size = size
         self._lock = threading.Lock()
         self._stamp: int | None = None
-        self._maps: dict[str, LRUCache] = {}
+        self._maps: dict[str, dict] = {}
 
     def get(self, kind: str, keys: Iterable[Hashable]
             ) -> tuple[dict[Hashable, Any], list[Hashable], int | None]:
@@ -212,15 +211,30 @@ class ReadCache:
             if stamp != self._stamp:
                 self._maps.clear()
                 self._stamp = stamp
-            kept = self._maps.setdefault(kind, LRUCache(self.size))
+            kept = self._maps.get(kind, {})
             found = {k: v for k in keys if (v := kept.get(k, _MISSING)) is not _MISSING}
         return found, [k for k in keys if k not in found], stamp
+
+    def through(self, kind: str, keys: Iterable[Hashable],
+                read: Callable[[list], dict[Hashable, Any]]) -> dict[Hashable, Any]:
+        """``{key: value}`` for ``keys`` (in order, once each): the kept ones,
+        and ``read(missing keys)`` for the rest (then kept)."""
+        kept, missing, stamp = self.get(kind, keys)
+        if missing:
+            found = read(missing)
+            self.put(kind, found, stamp)
+            kept.update(found)
+        return {k: kept[k] for k in dict.fromkeys(keys)}
 
     def put(self, kind: str, values: dict[Hashable, Any], stamp: int | None) -> None:
         """Keep ``values`` of ``kind`` if the file is as it was at ``stamp``."""
         with self._lock:
-            if stamp is not None and stamp == self._stamp:
-                self._maps.setdefault(kind, LRUCache(self.size)).update(values)
+            if stamp is None or stamp != self._stamp:
+                return
+            kept = self._maps.setdefault(kind, {})
+            if len(kept) + len(values) > self.size:
+                kept.clear()
+            kept.update(values)
 
 
 _MISSING = object()

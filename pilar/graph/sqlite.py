@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pilar.errors import NotSupportedError
@@ -110,19 +110,32 @@ class SqliteGraphStore:
                   collections: list[str] | None = None,
                   statuses: tuple[DocumentStatus, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all of them, or those
-        of ``doc_ids`` that exist (unknown ids are skipped), limited to
-        ``collections`` and ``statuses`` when given. One query. Raises
-        ``sqlite3.Error`` if the read fails."""
-        # only the filters given, so that SQLite looks ids up by the primary key
-        # (with "?1 IS NULL OR ..." it scans every document)
+        of ``doc_ids`` that exist (unknown ids are skipped; their rows are
+        kept while the file is unchanged, :class:`~pilar.db.ReadCache`),
+        limited to ``collections`` and ``statuses`` when given. One query.
+        Raises ``sqlite3.Error`` if the read fails."""
+        if doc_ids is not None:
+            rows = [r for r in self.reads.through("document", doc_ids, self._document_rows)
+                    .values() if r is not None and (collections is None or r[7] in collections)
+                    and (statuses is None or r[8] in statuses)]
+            return [self._doc(r) for r in sorted(rows, key=lambda r: (r[6], r[1]))]
+        # only the filters given, so that SQLite may use an index ("?1 IS NULL OR ..." cannot)
         filters = [(f"{col} IN (SELECT value FROM json_each(?))", json.dumps(list(v)))
-                   for col, v in (("doc_id", doc_ids), ("collection", collections),
-                                  ("status", statuses)) if v is not None]
+                   for col, v in (("collection", collections), ("status", statuses))
+                   if v is not None]
         where = " AND ".join(f for f, _ in filters) or "1"
         rows = self.db.conn.execute(
             f"SELECT {sql.DOC_READ} FROM documents d WHERE {where} ORDER BY ingested_at, uri",
             [v for _, v in filters])
         return [self._doc(r) for r in rows]
+
+    def _document_rows(self, doc_ids: list[str]) -> dict[str, tuple | None]:
+        """``{doc_id: its row of sql.DOC_READ, or None}``, any status."""
+        out: dict[str, tuple | None] = dict.fromkeys(doc_ids)
+        out.update((r[0], r) for r in self.db.conn.execute(
+            f"SELECT {sql.DOC_READ} FROM documents d WHERE doc_id IN "
+            "(SELECT value FROM json_each(?))", (json.dumps(doc_ids),)))
+        return out
 
     def pages(self, page_ids: list[str]) -> dict[str, Page]:
         """``{page_id: Page}`` for the ids that exist."""
@@ -391,7 +404,8 @@ class SqliteGraphStore:
             return {pid: frozenset(paths) for pid, paths in out.items()}
         if not page_ids:
             return {}
-        return {pid: set(paths) for pid, paths in self._kept("sections", page_ids, read).items()}
+        return {pid: set(paths)
+                for pid, paths in self.reads.through("sections", page_ids, read).items()}
 
     def expansion_pages(self, entity_ids: list[str],
                         limit: int = 50) -> dict[str, dict[str, list[str]]]:
@@ -441,26 +455,16 @@ class SqliteGraphStore:
         Raises ``sqlite3.Error`` if a read fails."""
         if not support_ids:
             return []
-        named = self._kept("mentions", support_ids, self._support_mentions)
+        named = self.reads.through("mentions", support_ids, self._support_mentions)
         sources: dict[str, set[str]] = {}
         for sid, eids in named.items():
             for eid in eids:
                 sources.setdefault(eid, set()).add(sid)
-        reach = self._kept(f"reach {max_documents} {limit}", sorted(sources),
+        reach = self.reads.through(f"reach {max_documents} {limit}", sorted(sources),
                            lambda ids: self._entity_reach(ids, max_documents, limit))
         return [Bridge(eid, name, tuple(sorted(sources[eid])), n, list(pages))
                 for eid, found in reach.items() if found is not None
                 for name, n, pages in (found,)]
-
-    def _kept(self, kind: str, keys: list, read: Callable[[list], dict]) -> dict:
-        """``{key: value}`` for ``keys`` (in order) from :attr:`reads`, the
-        missing ones by ``read(missing)`` (kept for the next call)."""
-        kept, missing, stamp = self.reads.get(kind, keys)
-        if missing:
-            found = read(missing)
-            self.reads.put(kind, found, stamp)
-            kept.update(found)
-        return {k: kept[k] for k in dict.fromkeys(keys)}
 
     def _support_mentions(self, support_ids: list[str]) -> dict[str, tuple[str, ...]]:
         """``{support_id: (entity_id, ...)}``: the entities each support mentions."""
@@ -498,7 +502,7 @@ class SqliteGraphStore:
             found = {sid for sid, in self.db.conn.execute(
                 sql.TEMPLATE_SUPPORTS, (json.dumps(ids), documents, max_documents))}
             return {sid: sid in found for sid in ids}
-        kept = self._kept(f"template {documents} {max_documents}", support_ids, read)
+        kept = self.reads.through(f"template {documents} {max_documents}", support_ids, read)
         return {sid for sid, template in kept.items() if template}
 
     def assertions_of(self, doc_id: str) -> list[Assertion]:
