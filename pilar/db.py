@@ -16,6 +16,7 @@ from typing import Any
 
 from pilar.errors import EmptyStoreError, StoreError
 from pilar.migrations import migration_files
+from pilar.parts import KeptMap
 
 
 class SqliteDatabase:
@@ -195,7 +196,7 @@ class ReadCache:
         self.size = size
         self._lock = threading.Lock()
         self._stamp: int | None = None
-        self._maps: dict[str, dict] = {}
+        self._maps: dict[str, KeptMap] = {}
 
     def get(self, kind: str, keys: Iterable[Hashable]
             ) -> tuple[dict[Hashable, Any], list[Hashable], int | None]:
@@ -212,7 +213,7 @@ class ReadCache:
                 self._maps.clear()
                 self._stamp = stamp
             kept = self._maps.get(kind, {})
-            found = {k: v for k in keys if (v := kept.get(k, _MISSING)) is not _MISSING}
+            found = {k: kept[k] for k in keys if k in kept}
         return found, [k for k in keys if k not in found], stamp
 
     def through(self, kind: str, keys: Iterable[Hashable],
@@ -229,12 +230,5 @@ class ReadCache:
     def put(self, kind: str, values: dict[Hashable, Any], stamp: int | None) -> None:
         """Keep ``values`` of ``kind`` if the file is as it was at ``stamp``."""
         with self._lock:
-            if stamp is None or stamp != self._stamp:
-                return
-            kept = self._maps.setdefault(kind, {})
-            if len(kept) + len(values) > self.size:
-                kept.clear()
-            kept.update(values)
-
-
-_MISSING = object()
+            if stamp is not None and stamp == self._stamp:
+                self._maps.setdefault(kind, KeptMap(self.size)).keep(values)

@@ -1,13 +1,15 @@
 """Small helpers that split and group, one of each for every layer: the
 words of a text, a list in batches, a page id's parts, clusters of joined
-items (union-find), the cores a process may use."""
+items (union-find), the cores a process may use, a map of findings kept
+between searches."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
-from typing import TypeVar
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -68,3 +70,33 @@ class UnionFind:
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
             self.parent[max(ra, rb)] = min(ra, rb)
+
+
+class KeptMap(dict):
+    """A dict of at most ``size`` entries, emptied when it would hold more:
+    findings kept between searches, whose repeats come back at once. A
+    lookup is a plain dict's (an LRU's bookkeeping cost more than the work
+    it saved where a search makes hundreds of lookups); writes take a lock."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+        self._lock = threading.Lock()
+
+    def keep(self, values: dict) -> None:
+        """Add ``values`` (emptying the map first when they would not fit)."""
+        with self._lock:
+            if len(self) + len(values) > self.size:
+                self.clear()
+            self.update(values)
+
+    def through(self, key: Hashable, work: Callable[[], Any]) -> Any:
+        """``self[key]``, worked out by ``work()`` and kept when missing."""
+        found = self.get(key, _MISSING)
+        if found is _MISSING:
+            found = work()
+            self.keep({key: found})
+        return found
+
+
+_MISSING = object()

@@ -1,11 +1,11 @@
 """The one helper of each kind (pilar/parts.py): words, batches, page ids,
-union-find clusters."""
+union-find clusters, kept findings."""
 
 from __future__ import annotations
 
 import pytest
 
-from pilar.parts import UnionFind, batched, doc_of, split_page_id, words
+from pilar.parts import KeptMap, UnionFind, batched, doc_of, split_page_id, words
 
 
 def test_words_are_lower_cased_unicode_runs_in_order():
@@ -33,3 +33,16 @@ def test_union_find_roots_are_the_smallest_member():
     uf.union(5, 4)
     uf.union(1, 3)
     assert [uf.find(i) for i in range(6)] == [0, 1, 2, 1, 2, 2]
+
+
+def test_a_kept_map_works_a_finding_out_once_and_empties_when_full():
+    calls = []
+    kept = KeptMap(3)
+    for key in ["a", "b", "a", "c", "a"]:
+        assert kept.through(key, lambda k=key: calls.append(k) or k.upper()) == key.upper()
+    assert calls == ["a", "b", "c"] and dict(kept) == {"a": "A", "b": "B", "c": "C"}
+    kept.through("d", lambda: None)  # a fourth does not fit: the map starts again
+    assert dict(kept) == {"d": None}
+    assert kept.through("d", lambda: calls.append("d")) is None and calls == ["a", "b", "c"]
+    kept.keep({"e": 1, "f": 2})
+    assert dict(kept) == {"d": None, "e": 1, "f": 2}

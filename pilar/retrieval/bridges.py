@@ -98,11 +98,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from cachetools import LRUCache, cachedmethod
+from cachetools import LRUCache
 
 from pilar.config import Settings
 from pilar.graph import GraphStore
 from pilar.model import Bridge, RankedPage, Scope, Unit
+from pilar.parts import KeptMap
 from pilar.retrieval import PageIndex
 from pilar.retrieval.unit_runs import group_leaders
 from pilar.retrieval.hybrid import HybridRetriever, beside, best_first, scaled
@@ -134,6 +135,10 @@ class _Memo:
 UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
 
+KEPT = 16 * UNIT_PAGES
+"""Entries of each per-unit finding (a mention's context, a record's rows,
+a list of codes) a :class:`BridgeExpander` keeps between searches."""
+
 
 class BridgeExpander:
     """See the module docstring; ``settings`` should carry the profile."""
@@ -148,9 +153,9 @@ class BridgeExpander:
         self._lock = threading.Lock()
         self._kind_cache: LRUCache[str, tuple[str, frozenset[str]]] = LRUCache(8 * UNIT_PAGES)
         # what is worked out of pages' units, kept as they are (see _units_on)
-        self._contexts, self._records, self._facts, self._lists = (
-            LRUCache(16 * UNIT_PAGES), LRUCache(8 * UNIT_PAGES), LRUCache(UNIT_PAGES),
-            LRUCache(16 * UNIT_PAGES))
+        self._facts: LRUCache = LRUCache(UNIT_PAGES)
+        self._contexts, self._records, self._lists = (KeptMap(KEPT), KeptMap(KEPT),
+                                                      KeptMap(KEPT))
         self.on_chains: Callable[[str, list[list[Chain]], dict[str, RankedPage]], None] | None \
             = None
         """Called once per search, before the ranking, with the question,
@@ -158,12 +163,11 @@ class BridgeExpander:
         the starts) and the pages by id: for diagnostics
         (``bench/chain_beams.py``), never set by pilar itself."""
 
-    @cachedmethod(lambda self: self._contexts, key=lambda _, unit, name: (unit.support_id, name),
-                  lock=lambda self: self._lock)
     def _context(self, unit: Unit, name: str) -> frozenset[str]:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``
         (kept between searches, as the units are)."""
-        return frozenset(tokens(mention_context(unit, name)))
+        return self._contexts.through((unit.support_id, name),
+                          lambda: frozenset(tokens(mention_context(unit, name))))
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
         """:meth:`GraphStore.units_on_pages` through an LRU of
@@ -309,12 +313,12 @@ class BridgeExpander:
                         grown[key] = Chain(key, c.hops + (h,), round(score, 6))
         return keep_chains(list(grown.values()), memo.end, s.bridge_beam, s.bridge_paths)
 
-    @cachedmethod(lambda self: self._lists, lock=lambda self: self._lock)
     def _listed(self, page_id: str, support_id: str, name: str) -> bool:
         """:func:`~pilar.retrieval.chains.listed` of the unit ``support_id``
         of ``page_id`` (kept between searches, as the units are)."""
-        return any(listed(u, name) for u in self._units_on([page_id]).get(page_id, [])
-                   if u.support_id == support_id)
+        return self._lists.through((page_id, support_id, name), lambda: any(
+            listed(u, name) for u in self._units_on([page_id]).get(page_id, [])
+            if u.support_id == support_id))
 
     def _superseded(self, question: str, by_id: dict[str, RankedPage],
                     kinds: dict[str, tuple[str, frozenset[str]]]) -> set[str]:
@@ -331,7 +335,7 @@ class BridgeExpander:
             of_kind.setdefault(kinds[p.page_id], []).append(p)
         return {p.page_id for a, these in of_kind.items() for b, those in of_kind.items()
                 if siblings(a, b) for p in these for q in those
-                if q is not p and names_version(named, q.title, p.title)}
+                if q.title != p.title and names_version(named, q.title, p.title)}
 
     def _rank(self, depths: list[list["Chain"]], by_id: dict[str, RankedPage],
               kinds: dict[str, tuple[str, frozenset[str]]], superseded: set[str]
@@ -511,8 +515,6 @@ class BridgeExpander:
                              {pid: dict(zip((u.support_id for u in units[pid]), rel))
                               for pid, rel in relevance.items()}, self.s.bridge_cost)
 
-    @cachedmethod(lambda self: self._records, lock=lambda self: self._lock,
-                  key=lambda _, page_id, names, entered: (page_id, tuple(names), entered))
     def _on_bridge(self, page_id: str, names: list[str], entered: bool
                    ) -> frozenset[str] | None:
         """The supports of ``page_id`` a chain that came to it through
@@ -528,7 +530,8 @@ class BridgeExpander:
         are rows of a register (tables of more than two columns: the other
         rows are other things), else all (:func:`~pilar.retrieval.chains.record_units`,
         kept between searches)."""
-        return record_units(self._units_on([page_id]).get(page_id, []), names, entered)
+        return self._records.through((page_id, tuple(names), entered), lambda: record_units(
+            self._units_on([page_id]).get(page_id, []), names, entered))
 
     def _reached(self, bridges: list[Bridge],
                  anchors: dict[str, tuple[float, str, Unit]],

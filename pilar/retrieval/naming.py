@@ -222,10 +222,11 @@ def asked_text(question: str, names: list[str]) -> str:
     return " ".join(kept)
 
 
+@lru_cache(maxsize=65_536)
 def versions(text: str) -> frozenset[str]:
     """What names a version or model in ``text``: its words holding a digit
     (``2024``, ``TX-5``, ``CN-12/2024``), lower case, and their runs of
-    three or more digits (``VX-220`` is also ``220``)."""
+    three or more digits (``VX-220`` is also ``220``). Kept for the next search."""
     words = {w.lower() for w in _WORD.findall(text) if any(c.isdigit() for c in w)}
     return frozenset(words | {d for w in words for d in _DIGITS.findall(w)})
 
