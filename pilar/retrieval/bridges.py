@@ -137,7 +137,8 @@ UNIT_PAGES = 512
 
 KEPT = 16 * UNIT_PAGES
 """Entries of each per-unit finding (a mention's context, a record's rows,
-a list of codes) a :class:`BridgeExpander` keeps between searches."""
+a list of codes, the units naming a bridge) a :class:`BridgeExpander` keeps
+between searches."""
 
 
 class BridgeExpander:
@@ -154,8 +155,8 @@ class BridgeExpander:
         self._kind_cache: LRUCache[str, tuple[str, frozenset[str]]] = LRUCache(8 * UNIT_PAGES)
         # what is worked out of pages' units, kept as they are (see _units_on)
         self._facts: LRUCache = LRUCache(UNIT_PAGES)
-        self._contexts, self._records, self._lists = (KeptMap(KEPT), KeptMap(KEPT),
-                                                      KeptMap(KEPT))
+        self._contexts, self._records, self._lists, self._naming = (
+            KeptMap(KEPT), KeptMap(KEPT), KeptMap(KEPT), KeptMap(KEPT))
         self.on_chains: Callable[[str, list[list[Chain]], dict[str, RankedPage]], None] | None \
             = None
         """Called once per search, before the ranking, with the question,
@@ -440,11 +441,13 @@ class BridgeExpander:
         picks: list[tuple[str, list, list]] = []
         for page in frontier:
             us: list[Unit] = units.get(page.page_id, [])
-            wanted = names_matcher(into.get(page.page_id, ()))
+            names = tuple(into.get(page.page_id, ()))
+            naming = self._naming.through((page.page_id, names), lambda: frozenset(
+                u.support_id for u in us if names_matcher(names)(u.text)))
             scored, bridging = [], []
             held = on.get(page.page_id, set())
             for u, rel, leads in zip(us, relevance[page.page_id], facts[page.page_id][3]):
-                if wanted(u.text):
+                if u.support_id in naming:
                     rel = (rel + 0.5) / 1.5
                     bridging.append((rel, u.support_id, u))
                 elif u.support_id in held:
@@ -556,12 +559,12 @@ class BridgeExpander:
                         memo.asked[sid, b.entity_id] = not asks.isdisjoint(
                             self._context(unit, b.name))
                     asked = memo.asked[sid, b.entity_id]
-                    leaving.append((source, sid, spec * (1.0 if asked else s.unasked), asked))
-            for pid, support, _ in b.pages:
-                for source, sid, weight, asked in leaving:
-                    out.setdefault(pid, []).append(
-                        Hop(b.entity_id, b.name, support, source, sid, hop, round(weight, 4),
-                            asked))
+                    leaving.append((source, sid, round(spec * (1.0 if asked else s.unasked), 4),
+                                    asked))
+            for pid, support, _ in b.pages:  # a hop back to its own page leads nowhere
+                out.setdefault(pid, []).extend(
+                    Hop(b.entity_id, b.name, support, source, sid, hop, weight, asked)
+                    for source, sid, weight, asked in leaving if source != pid)
         return out
 
     def _score(self, question: str, query: np.ndarray, reached: dict, by_id: dict,
