@@ -93,7 +93,7 @@ def test_writes_and_deletes_are_followed_without_a_rebuild(tmp_path):
     index.close()
 
 
-def test_kept_compact_copies_follow_a_page_written_again(tmp_path):
+def test_kept_compact_copies_and_vectors_follow_a_page_written_again(tmp_path):
     ann = _open(tmp_path)
     _add(ann, "aaaa", pages=2)
     exact = SqlitePageIndex(ann.db, ExactDense(ann.db))
@@ -102,6 +102,7 @@ def test_kept_compact_copies_follow_a_page_written_again(tmp_path):
     for q in _vectors(3):
         assert ann.dense_for(q, ids) == pytest.approx(exact.dense_for(q, ids), abs=1e-6)
     assert sorted(ann.dense._compact) == [r for (r,) in rowids]  # cast once, kept
+    assert {r for r, _ in ann.dense._of_record} == {r for (r,) in rowids}  # read once, kept
     ann.delete_document("aaaa")
     _add(ann, "aaaa", pages=2)  # other vectors in the same page rowids
     assert ann.db.conn.execute("SELECT rowid FROM index_pages ORDER BY rowid").fetchall() \

@@ -24,7 +24,7 @@ import numpy as np
 from cachetools import LRUCache
 
 from pilar.model import Scope
-from pilar.parts import batched
+from pilar.parts import KeptMap, batched
 from pilar.db import SqliteDatabase
 
 log = logging.getLogger(__name__)
@@ -50,16 +50,13 @@ def _best(scores: dict[str, float], n: int) -> dict[str, float]:
     return dict(ranked[:max(n, 0)])
 
 
-def _read_exact(c, query: np.ndarray, wanted: list[tuple[int, int]],
-                pages: dict[int, str]) -> dict[str, float]:
-    """``{page_id: best float32 cosine}`` over the ``(page rowid, chunk)``
-    vectors ``wanted`` (``pages``: rowid -> page id), read in one query."""
+def _best_cosines(vectors: dict[tuple[int, int], np.ndarray], query: np.ndarray,
+                  pages: dict[int, str]) -> dict[str, float]:
+    """``{page_id: best float32 cosine}`` over ``vectors`` (``(page rowid,
+    chunk) -> float32 vector``; ``pages``: rowid -> page id)."""
     out: dict[str, float] = {}
-    for rowid, blob in c.execute(
-            "SELECT v.page_rowid, v.vector FROM json_each(?) w JOIN page_vectors v "
-            "ON v.page_rowid = w.value ->> 0 AND v.chunk = w.value ->> 1",
-            (json.dumps(wanted),)):
-        cos = float(np.frombuffer(blob, dtype="<f4") @ query)
+    for (rowid, _), vector in vectors.items():
+        cos = float(vector @ query)
         pid = pages[rowid]
         if cos > out.get(pid, -2.0):
             out[pid] = cos
@@ -177,6 +174,10 @@ class ExactDense:
 COMPACT_BYTES = 32 << 20
 """Bytes of float32 compact copies an :class:`AnnDense` keeps (the 10,422
 vectors of 484 pages at 384 dimensions take 16 MB)."""
+EXACT_BYTES = 32 << 20
+"""Bytes of float32 vectors of record an :class:`AnnDense` keeps once read
+(a search scores the pages a bridge reaches twice: against the question and
+against what it asks)."""
 _CHUNK_BITS = 24  # ANN key = page rowid << 24 | chunk (up to 16M vectors a page)
 # how far a compact copy's cosine may fall from the float32 one (384-d unit vectors)
 _MARGIN = {"i8": 0.03, "f16": 0.002}
@@ -201,7 +202,8 @@ class AnnDense:
     unreadable file means a rebuild from the store.
 
     A page's score: its vectors are ranked by the compact copies in the index,
-    and the best one's float32 vector read from the store gives the cosine.
+    and the best one's float32 vector read from the store gives the cosine
+    (vectors of record and page rows are kept once read, until the log changes).
     ``top`` asks the index for ``16n`` (at least 256) nearest vectors (a page
     holds many: 4n rarely reached n pages on the dev store), widening
     until ``n`` pages within the scope are found or the index is exhausted;
@@ -226,6 +228,10 @@ class AnnDense:
         self._epoch: str | None = None
         # page rowid -> its vectors' compact copies as float32 (see _compact_blocks)
         self._compact: LRUCache = LRUCache(COMPACT_BYTES, getsizeof=lambda m: m.nbytes)
+        # (page rowid, chunk) -> its float32 vector of record; page id -> (rowid, vectors)
+        # or None: both read once and kept until the log has any change
+        self._of_record: LRUCache = LRUCache(EXACT_BYTES, getsizeof=lambda m: m.nbytes)
+        self._rows = KeptMap(1 << 16)
 
     # -- reads -----------------------------------------------------------------
 
@@ -269,7 +275,7 @@ class AnnDense:
                             if best >= floor:
                                 wanted += [(rowid, chunk) for chunk, sim in hits[rowid]
                                            if sim >= best - margin]
-                        scored = _read_exact(c, q, wanted, pages)
+                        scored = _best_cosines(self._vectors(c, wanted), q, pages)
                         break
                 k *= 4
         return _best(scored, n)
@@ -287,11 +293,20 @@ class AnnDense:
         if not page_ids:
             return {}
         with self.db.snapshot() as c:
-            rows = c.execute(
-                "SELECT p.page_id, p.rowid, count(v.chunk) FROM index_pages p "
-                "LEFT JOIN page_vectors v ON v.page_rowid = p.rowid "
-                "WHERE p.page_id IN (SELECT value FROM json_each(?)) GROUP BY p.rowid",
-                (json.dumps(list(page_ids)),)).fetchall()
+            ids = list(dict.fromkeys(page_ids))
+            found = {pid: self._rows[pid] for pid in ids if pid in self._rows}
+            missing = [pid for pid in ids if pid not in found]
+            if missing:
+                read = dict.fromkeys(missing)
+                read.update((pid, (rowid, n)) for pid, rowid, n in c.execute(
+                    "SELECT p.page_id, p.rowid, count(v.chunk) FROM index_pages p "
+                    "LEFT JOIN page_vectors v ON v.page_rowid = p.rowid "
+                    "WHERE p.page_id IN (SELECT value FROM json_each(?)) GROUP BY p.rowid",
+                    (json.dumps(missing),)))
+                self._rows.keep(read)
+                found.update(read)
+            rows = sorted(((pid, *found[pid]) for pid in ids if found[pid] is not None),
+                          key=lambda r: r[1])  # by rowid, as the query grouped them
             out: dict[str, float | None] = {pid: None for pid, _, n in rows}
             rows = [r for r in rows if r[2]]
             if not rows:
@@ -310,8 +325,23 @@ class AnnDense:
                 # every chunk the compact copy cannot tell from the best one
                 wanted += [(rowid, int(j))
                            for j in np.flatnonzero(sims >= sims.max() - _MARGIN[self.dtype])]
-            out.update(_read_exact(c, q, wanted, {rowid: pid for pid, rowid, _ in rows}))
+            out.update(_best_cosines(self._vectors(c, wanted), q,
+                                     {rowid: pid for pid, rowid, _ in rows}))
             return out
+
+    def _vectors(self, c, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
+        """``{(page rowid, chunk): float32 vector of record}`` for ``wanted``
+        (those not kept read in one query through ``c``, then kept)."""
+        out = {key: v for key in wanted if (v := self._of_record.get(key)) is not None}
+        missing = [key for key in wanted if key not in out]
+        if missing:
+            for rowid, chunk, blob in c.execute(
+                    "SELECT v.page_rowid, v.chunk, v.vector FROM json_each(?) w "
+                    "JOIN page_vectors v ON v.page_rowid = w.value ->> 0 "
+                    "AND v.chunk = w.value ->> 1", (json.dumps(missing),)):
+                vector = np.frombuffer(blob, dtype="<f4")
+                out[rowid, chunk] = self._of_record[rowid, chunk] = vector
+        return out
 
     def _compact_blocks(self, pages: list[tuple[int, int]]) -> dict[int, np.ndarray]:
         """``{page rowid: (n, dim) float32}``: the index's compact copies of
@@ -358,6 +388,9 @@ class AnnDense:
             last = c.execute("SELECT max(seq) FROM index_changes").fetchone()[0] or 0
             final: dict[int, str] = {}
             stale: dict[int, int] = {}
+            if changes:
+                self._of_record.clear()
+                self._rows.clear()
             for rowid, op, n in changes:
                 final[rowid] = op
                 self._compact.pop(rowid, None)
@@ -395,6 +428,8 @@ class AnnDense:
         from usearch.index import Index
 
         self._compact.clear()
+        self._of_record.clear()
+        self._rows.clear()
         epoch = c.execute("SELECT value FROM index_meta WHERE key = 'dense_epoch'").fetchone()
         self._epoch = epoch[0] if epoch else "0"
         last = c.execute("SELECT max(seq) FROM index_changes").fetchone()[0] or 0
