@@ -10,7 +10,6 @@ beside the file that follows the store's change log).
 from __future__ import annotations
 
 import json
-import threading
 
 import numpy as np
 
@@ -18,7 +17,7 @@ from pilar.model import IndexedPages, Page, Scope
 from pilar.parts import batched
 from pilar.retrieval import query_terms
 from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
-from pilar.db import SqliteDatabase
+from pilar.db import ReadCache, SqliteDatabase
 
 
 def _quoted(term: str) -> str:
@@ -52,10 +51,7 @@ class SqlitePageIndex:
     def __init__(self, db: SqliteDatabase, dense: DenseSearch | None = None):
         self.db = db
         self.dense = dense or ExactDense(db)
-        self._terms: dict[str, dict[str, float | None]] = {}  # None: read, no match
-        self._terms_stamp: int | None = None  # the store's data_version they were read at
-        self._terms_kept = 0
-        self._terms_lock = threading.Lock()
+        self.reads = ReadCache(db, TERM_PAGES)  # (term, page) -> BM25, None: no match
 
     def migrate(self) -> list[int]:
         """Apply pending ``migrations/sqlite`` files (shared with the graph store)."""
@@ -180,37 +176,34 @@ class SqlitePageIndex:
 
     def _term_scores(self, terms: list[str], page_ids: list[str]) -> dict[str, dict[str, float]]:
         """``{term: {page_id: bm25}}`` of each of ``terms`` alone on the
-        ``page_ids`` it matches: the (term, page) pairs not kept since the
-        store last changed are read, in one statement per :data:`EACH`
-        terms (a ``UNION ALL`` of one FTS5 match each, the pages one JSON
-        parameter), and kept (at most :data:`TERM_PAGES`)."""
-        stamp = self.db.data_version()
-        with self._terms_lock:
-            if stamp != self._terms_stamp or self._terms_kept > TERM_PAGES:
-                self._terms, self._terms_stamp, self._terms_kept = {}, stamp, 0
-            kept = {t: self._terms.get(t, {}) for t in terms}
-        unread = [t for t in terms if any(pid not in kept[t] for pid in page_ids)]
-        pages = [pid for pid in page_ids if any(pid not in kept[t] for t in unread)]
-        found: dict[str, dict[str, float | None]] = {t: dict.fromkeys(pages) for t in unread}
-        for part in batched(unread, EACH):
+        ``page_ids`` it matches (pages in the order given): the (term, page)
+        pairs not kept since the store last changed (:class:`~pilar.db.ReadCache`)
+        are read (:meth:`_read_terms`) and kept (at most :data:`TERM_PAGES`)."""
+        out: dict[str, dict[str, float]] = {t: {} for t in terms}
+        pairs = self.reads.through("bm25", [(t, pid) for t in terms for pid in page_ids],
+                                   self._read_terms)
+        for (t, pid), score in pairs.items():
+            if score is not None:
+                out[t][pid] = score
+        return out
+
+    def _read_terms(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float | None]:
+        """``{(term, page_id): bm25 or None}`` (None: no match) for every term
+        and page of ``pairs``, in one statement per :data:`EACH` terms (a
+        ``UNION ALL`` of one FTS5 match each, the pages one JSON parameter)."""
+        terms = list(dict.fromkeys(t for t, _ in pairs))
+        pages = list(dict.fromkeys(pid for _, pid in pairs))
+        found: dict[tuple[str, str], float | None] = dict.fromkeys(
+            (t, pid) for t in terms for pid in pages)
+        for part in batched(terms, EACH):
             arms = " UNION ALL ".join(
                 f"SELECT {k}, p.page_id, -bm25(page_fts) FROM page_fts JOIN index_pages p "
                 f"ON p.rowid = page_fts.rowid WHERE page_fts MATCH ?{k + 2} "
                 "AND p.page_id IN (SELECT value FROM json_each(?1))" for k in range(len(part)))
             for k, pid, score in self.db.conn.execute(
                     arms, (json.dumps(pages), *(_quoted(t) for t in part))):
-                found[part[k]][pid] = float(score)
-        with self._terms_lock:
-            if stamp == self._terms_stamp:
-                for t, read in found.items():
-                    self._terms.setdefault(t, {}).update(read)
-                    self._terms_kept += len(read)
-        out: dict[str, dict[str, float]] = {}
-        for t in terms:
-            fresh, held = found.get(t, {}), kept[t]
-            scores = ((pid, fresh[pid] if pid in fresh else held.get(pid)) for pid in page_ids)
-            out[t] = {pid: score for pid, score in scores if score is not None}
-        return out
+                found[part[k], pid] = float(score)
+        return found
 
     def dense_top(self, query: np.ndarray, n: int, scope: Scope | None = None) -> dict[str, float]:
         """``{page_id: cosine}`` of the ``n`` pages within ``scope`` whose best
