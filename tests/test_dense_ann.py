@@ -109,6 +109,12 @@ def test_kept_compact_copies_and_vectors_follow_a_page_written_again(tmp_path):
         == rowids
     for q in _vectors(3):
         assert ann.dense_for(q, ids) == pytest.approx(exact.dense_for(q, ids), abs=1e-6)
+    scope = Scope.of(doc_ids=["aaaa"])  # searched exactly over the document's pages
+    q = _vectors(1)[0]
+    assert ann.dense_top(q, 2, scope) == pytest.approx(exact.dense_top(q, 2, scope), abs=1e-6)
+    ann.delete_document("aaaa")
+    _add(ann, "aaaa", pages=2)  # written again: the scoped search reads the new vectors
+    assert ann.dense_top(q, 2, scope) == pytest.approx(exact.dense_top(q, 2, scope), abs=1e-6)
     ann.close()
 
 

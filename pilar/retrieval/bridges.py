@@ -135,7 +135,7 @@ class _Memo:
 UNIT_PAGES = 512
 """Pages whose units a :class:`BridgeExpander` keeps between searches."""
 
-KEPT = 16 * UNIT_PAGES
+KEPT = 64 * UNIT_PAGES
 """Entries of each per-unit finding (a mention's context, a record's rows,
 a list of codes, the units naming a bridge) a :class:`BridgeExpander` keeps
 between searches."""

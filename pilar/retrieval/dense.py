@@ -243,7 +243,10 @@ class AnnDense:
             with self.db.snapshot() as c:
                 pages = [r[0] for r in c.execute(
                     f"SELECT p.page_id FROM index_pages p WHERE 1{clause}", params)]
-            return _best({k: v for k, v in self._exact(query, pages).items() if v is not None}, n)
+            with self._lock:  # the kept rows and vectors follow the log (_sync)
+                self._sync()
+                scored = self._exact(query, pages)
+            return _best({k: v for k, v in scored.items() if v is not None}, n)
         with self._lock:
             index = self._sync()
             if index is None or len(index) == 0:
@@ -289,7 +292,8 @@ class AnnDense:
     def _exact(self, query: np.ndarray, page_ids: list[str]) -> dict[str, float | None]:
         """``{page_id: cosine or None}`` for the known ``page_ids`` (None: no
         vectors): each page's best vector picked by the index's compact copy,
-        its cosine computed from the float32 vector of record."""
+        its cosine computed from the float32 vector of record. Called holding
+        the lock, after :meth:`_sync` (the kept rows and vectors are its)."""
         if not page_ids:
             return {}
         with self.db.snapshot() as c:
