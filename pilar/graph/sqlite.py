@@ -461,10 +461,9 @@ class SqliteGraphStore:
             for eid in eids:
                 sources.setdefault(eid, set()).add(sid)
         reach = self.reads.through(f"reach {max_documents} {limit}", sorted(sources),
-                           lambda ids: self._entity_reach(ids, max_documents, limit))
-        return [Bridge(eid, name, tuple(sorted(sources[eid])), n, list(pages))
-                for eid, found in reach.items() if found is not None
-                for name, n, pages in (found,)]
+                                   lambda ids: self._entity_reach(ids, max_documents, limit))
+        return [Bridge(eid, r[0], tuple(sorted(sources[eid])), r[1], list(r[2]))
+                for eid, r in reach.items() if r is not None]  # r: (name, documents, pages)
 
     def _support_mentions(self, support_ids: list[str]) -> dict[str, tuple[str, ...]]:
         """``{support_id: (entity_id, ...)}``: the entities each support mentions."""

@@ -168,7 +168,7 @@ class BridgeExpander:
         """The words (stemmed) of :func:`mention_context` of ``name`` in ``unit``
         (kept between searches, as the units are)."""
         return self._contexts.through((unit.support_id, name),
-                          lambda: frozenset(tokens(mention_context(unit, name))))
+                                      lambda: frozenset(tokens(mention_context(unit, name))))
 
     def _units_on(self, page_ids: list[str]) -> dict[str, list[Unit]]:
         """:meth:`GraphStore.units_on_pages` through an LRU of
@@ -478,10 +478,12 @@ class BridgeExpander:
         for pid, (postings, leaders, vectors, _) in self._page_facts(new).items():
             cosines.update((uid, float(vec @ query)) for uid, vec in vectors.items()
                            if uid not in cosines)
-            lexical = bm25_of_postings(qterms, [postings])[0]
+            lexical = bm25_of_postings(qterms, [postings])[0]  # min-max within the page:
             lo, hi = (lexical.min(), lexical.max()) if len(lexical) else (0.0, 0.0)
-            lexical = (lexical - lo) / (hi - lo) if hi - lo >= 1e-12 else \
-                np.full(len(lexical), 1.0 if hi > 0 else 0.0)  # min-max within the page
+            if hi - lo >= 1e-12:
+                lexical = (lexical - lo) / (hi - lo)
+            else:  # all alike: 1.0 where they match, 0.0 where none does
+                lexical = np.full(len(lexical), 1.0 if hi > 0 else 0.0)
             dense = np.array([max(cosines.get(uid, 0.0), 0.0) for uid in leaders])
             memo.relevance[pid] = (0.5 * lexical + 0.5 * dense).tolist()
         return {pid: memo.relevance[pid] for pid in units}
