@@ -63,6 +63,34 @@ def _best_cosines(vectors: dict[tuple[int, int], np.ndarray], query: np.ndarray,
     return out
 
 
+class _Hits:
+    """An ANN search's hits (``keys``: page rowid << :data:`_CHUNK_BITS` |
+    chunk, ``distances``: cosine distances) by page: ``best`` is ``{page
+    rowid: its best hit's similarity}``; :meth:`near` its chunks from a
+    similarity up, in the order the search found them."""
+
+    def __init__(self, keys: np.ndarray, distances: np.ndarray):
+        keys = np.asarray(keys, dtype=np.uint64)
+        rowids = (keys >> np.uint64(_CHUNK_BITS)).astype(np.int64)
+        self.chunks = (keys & np.uint64((1 << _CHUNK_BITS) - 1)).astype(np.int64)
+        self.sims = 1.0 - np.asarray(distances, dtype=np.float64)
+        self.order = np.argsort(rowids, kind="stable")  # a page's hits together, found order
+        grouped = rowids[self.order]
+        starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(grouped) \
+            else np.zeros(0, dtype=np.intp)
+        ends = np.r_[starts[1:], len(grouped)]
+        bests = np.maximum.reduceat(self.sims[self.order], starts).tolist() if len(starts) \
+            else []
+        self.span = dict(zip(grouped[starts].tolist(), zip(starts.tolist(), ends.tolist())))
+        self.best: dict[int, float] = dict(zip(grouped[starts].tolist(), bests))
+
+    def near(self, rowid: int, floor: float) -> list[int]:
+        """The chunks of page ``rowid`` hit with a similarity of at least ``floor``."""
+        start, end = self.span[rowid]
+        at = self.order[start:end]
+        return self.chunks[at[self.sims[at] >= floor]].tolist()
+
+
 class DenseSearch(Protocol):
     """Dense scores over the embedded page index (one per store file)."""
 
@@ -256,28 +284,22 @@ class AnnDense:
             while True:
                 found = index.search(q, min(k, len(index)),
                                      exact=len(index) < self.exact_below)
-                hits: dict[int, list[tuple[int, float]]] = {}
-                for key, dist in zip(found.keys.tolist(), found.distances.tolist()):
-                    hits.setdefault(key >> _CHUNK_BITS, []).append(
-                        (key & ((1 << _CHUNK_BITS) - 1), 1.0 - dist))
+                hits = _Hits(found.keys, found.distances)
                 with self.db.snapshot() as c:
                     pages = dict(c.execute(
                         "SELECT p.rowid, p.page_id FROM index_pages p WHERE p.rowid IN "
                         f"(SELECT value FROM json_each(?)){clause}",
-                        (json.dumps(list(hits)), *params)))
+                        (json.dumps(list(hits.best)), *params)))
                     if len(pages) >= n or k >= len(index):
                         # the chunks the compact copies cannot tell from each page's best
                         # hit, of the pages whose best hit the compact copies cannot tell
                         # from the n-th page's (no other can be among the n best)
                         margin = _MARGIN[self.dtype]
-                        bests = {rowid: max(sim for _, sim in hits[rowid]) for rowid in pages}
+                        bests = {rowid: hits.best[rowid] for rowid in pages}
                         floor = sorted(bests.values(), reverse=True)[n - 1] - 2 * margin \
                             if len(bests) > n else -math.inf
-                        wanted = []
-                        for rowid, best in bests.items():
-                            if best >= floor:
-                                wanted += [(rowid, chunk) for chunk, sim in hits[rowid]
-                                           if sim >= best - margin]
+                        wanted = [(rowid, chunk) for rowid, best in bests.items()
+                                  if best >= floor for chunk in hits.near(rowid, best - margin)]
                         scored = _best_cosines(self._vectors(c, wanted), q, pages)
                         break
                 k *= 4
