@@ -117,6 +117,23 @@ def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data:
     assert len({pid.rpartition(":")[0] for pid, _, _ in again["code:qc09"].pages}) == 4
 
 
+def test_reads_kept_by_one_process_follow_another_process_s_write(tmp_path, shared_data: Path):
+    """Two stores on one file (a server and a CLI ingesting beside it): the
+    reads the first keeps between searches are dropped when the second commits."""
+    from pilar.db import SqliteDatabase
+    from pilar.graph.sqlite import SqliteGraphStore
+
+    server, cli = (SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite")) for _ in "ab")
+    incident = parse(shared_data / "multihop2" / "ont_incident_ir_24_117.html")
+    cli.write_document(incident)
+    details = [s.support_id for s in incident.supports if "QC-09" in s.text]
+    assert {b.entity_id: b.documents for b in server.bridges(details)}["code:qc09"] == 1
+    assert server.reads.get("mentions", details)[1] == []  # kept
+    cli.write_document(parse(shared_data / "multihop2" / "qc09_maintenance_log_2024.html"))
+    assert {b.entity_id: b.documents for b in server.bridges(details)}["code:qc09"] == 2
+    assert server.template_supports(details) == cli.template_supports(details)
+
+
 @pytest.fixture(scope="module")
 def chain_store(shared_data: Path, tmp_path_factory) -> Pilar:
     p = Pilar(home=tmp_path_factory.mktemp("chain"))

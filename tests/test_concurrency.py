@@ -2,7 +2,8 @@
 
 Readers run on their own connections and see only committed documents, each
 whole; the shared caches (page material, dense matrix, query vectors, token
-counts) stay consistent while a writer ingests and deletes."""
+counts, the reads a bridge search keeps) stay consistent while a writer
+ingests and deletes."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_readers_see_whole_documents_while_a_writer_ingests(tmp_path: Path):
     problems: list[str] = []
     searches = [0]
 
-    def reader(question: str):
+    def reader(question: str, profile: str):
         while not stop.is_set():
             try:
                 docs = {d.doc_id: d for d in p.docs()}
@@ -37,16 +38,16 @@ def test_readers_see_whole_documents_while_a_writer_ingests(tmp_path: Path):
                             x.doc_id for x in p.docs()}:
                         problems.append(f"{d.doc_id} visible without its "
                                         f"{'pages' if not whole else 'supports'}")
-                hit = p.search(question, budget=300, k=3)
+                hit = p.search(question, budget=300, k=3, profile=profile)
                 if hit.packet.tokens > 300 or not hit.pages:
                     problems.append(f"bad result for {question!r}")
                 searches[0] += 1
             except Exception as exc:  # noqa: BLE001 - every failure is a finding
                 problems.append(f"{type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=reader, args=(q,)) for q in (
-        "tallest building in kanpur", "child maurice synopsis", "who won in 1999",
-        "list of buildings")]
+    threads = [threading.Thread(target=reader, args=(q, profile)) for q, profile in (
+        ("tallest building in kanpur", "single-shot"), ("child maurice synopsis", "multi-hop"),
+        ("who won in 1999", "single-shot"), ("list of buildings", "multi-hop"))]
     for t in threads:
         t.start()
     results = [p.ingest_file(path) for path in later]
@@ -59,8 +60,9 @@ def test_readers_see_whole_documents_while_a_writer_ingests(tmp_path: Path):
     assert [r.status for r in results] == ["ingested"] * 3
     stored = {d.doc_id for d in p.docs()}
     assert stored == {first[0].doc_id} | {r.doc_id for r in results}
-    hit = p.search("Child Maurice", budget=300, k=10)  # the deleted document is gone
-    assert first[1].doc_id not in {pg.doc_id for pg in hit.pages}
+    for profile in ("single-shot", "multi-hop"):  # the deleted document is gone
+        hit = p.search("Child Maurice", budget=300, k=10, profile=profile)
+        assert first[1].doc_id not in {pg.doc_id for pg in hit.pages}
 
 
 class Abort(Exception):
