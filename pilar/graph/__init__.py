@@ -150,7 +150,8 @@ class GraphStore(Protocol):
         ...
     def bridges(self, support_ids: list[str], max_documents: int = 10,
                 limit: int = 20) -> list[Bridge]:
-        """One bridge hop (PILAR §3.4, multi-hop profile), in one read: every
+        """One bridge hop (PILAR §3.4, multi-hop profile), in one read (the
+        embedded store: two, of what it has not kept since its last write): every
         entity mentioned on ``support_ids`` as a :class:`~pilar.model.Bridge`
         (the given supports naming it, the documents mentioning it, counted
         up to ``max_documents + 1``) and, for those mentioned in at most
