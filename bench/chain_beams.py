@@ -32,11 +32,10 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import write  # noqa: E402
-from baselines import OUT, SHARED  # noqa: E402
-from multihop import STORES, open_store  # noqa: E402
+from baselines import OUT  # noqa: E402
+from multihop import STORES, open_store, questions_of  # noqa: E402
 
 from pilar import Pilar  # noqa: E402
-from pilar.eval.questions import load_questions  # noqa: E402
 from pilar.retrieval.expansion import GraphRetriever  # noqa: E402
 
 FIGURES = ("in beam", "best", "top 3", "chain@5")
@@ -84,7 +83,7 @@ def main() -> None:
     for store in args.stores.split(","):
         p = open_store(store, args.out, console)
         for s in STORES[store]:
-            questions = load_questions(SHARED / s / "questions.tsv")[0]
+            questions = questions_of(s)
             p.embedder.prime([q.question for q in questions])
             table = Table(title=f"{s} questions on store {store}: the gold chain in the beam")
             for column in ("hops", "n", "bridge_beam", *FIGURES):
