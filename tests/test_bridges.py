@@ -1,6 +1,7 @@
-"""Multi-hop chains: identifier codes made at ingest, the bridge read of the
-graph, and iterative bridge expansion with its packet (PILAR §3.4), on real
-documents of ``../shared/data/multihop2``."""
+"""Multi-hop chains: iterative bridge expansion, its ranking and its packet
+(PILAR §3.4), on real documents of ``../shared/data/multihop2``. The names,
+codes and dates chains are read by are in ``test_naming.py``, the graph's
+bridge reads in ``test_bridge_reads.py``."""
 
 from __future__ import annotations
 
@@ -13,13 +14,10 @@ import pytest
 from pilar import Pilar
 from pilar.answers import RankedPage
 from pilar.ingest import parse
-from pilar.ingest.codes import code_entities, code_key, codes
-from pilar.ingest.names import capitalised_spans, model_names, proper_name
-from pilar.model import Provenance, Support, Unit
+from pilar.model import Unit
 from pilar.retrieval.chains import (Chain, Coverage, Hop, carried_units, keep_chains, leaving,
                                     listed, may_lead, record_units, second_of_series,
                                     start_names)
-from pilar.retrieval.naming import asked_text, mention_context, names_matcher, siblings, title_key
 
 CHAIN = ["ont_incident_ir_24_117", "ont_vessel_schedule_w24", "corvassa_ardent_particulars"]
 """A 3-hop chain of multihop2: the incident names call VC-24-1183, the week-24
@@ -30,108 +28,8 @@ DISTRACTORS = ["ont_vessel_schedule_w23", "corvassa_argent_particulars",
 RULES = "opa_pilotage_tug_rules"
 """The harbour rules giving pilots and tugs by length band: the end of a 4-hop chain."""
 QUESTION = "What is the length overall of the vessel being worked during incident IR-ONT-24-117?"
-
-
-def test_codes_are_identifiers_as_written_with_one_key():
-    text = ("During the discharge of vessel call VC-24-1183 the spreader on crane QC-09 failed; "
-            "reported by TVR. Container CVSU 481207 3 (VT 08.113), IMO 9811427, EUR 182.00, "
-            "USD 31,750, on 2024-06-16, firmware 2.4.0, Louis XIV.")
-    found = codes(text)
-    assert [s for s, _ in found] == ["VC-24-1183", "QC-09", "TVR", "CVSU 481207 3", "481207",
-                                     "VT 08.113", "IMO 9811427", "9811427"]
-    assert code_key("VSC-65") == code_key("VSC 65") == code_key("vsc65") == "VSC65"
-    assert codes("SAFETY AND HEALTH NOTICE FOR ONT") == []  # a heading in capitals
-
-
-def test_code_entities_are_one_per_key_mentioned_where_they_occur():
-    supports = [Support(f"d:1:s{i}", "d", kind, text, Provenance(f"d:p{i}", "d", 1))
-                for i, (kind, text) in enumerate([
-                    ("paragraph", "Crane QC-09 stopped; QC-10 took over."),
-                    ("row", "QC 09 | VSC-65 | KTL-40")], 1)]
-    by_id = {e.entity_id: e for e in code_entities(supports)}
-    assert set(by_id) == {"code:qc09", "code:qc10", "code:vsc65", "code:ktl40"}
-    assert by_id["code:qc09"].mentions == ("d:1:s1", "d:1:s2")
-    assert by_id["code:qc09"].type == "code"
-    assert set((by_id["code:qc09"].name, *by_id["code:qc09"].aliases)) == {"QC-09", "QC 09"}
-
-
-def test_proper_names_siblings_and_mentions():
-    assert proper_name("Skelmar Tonnage AS") and proper_name("Port of Ostrevik")
-    assert not proper_name("Length overall") and not proper_name("Operator (time charterer)")
-    assert not proper_name("Corvassa")
-    ardent = (title_key("MV Corvassa Ardent – Vessel particulars"), frozenset())
-    argent = (title_key("MV Corvassa Argent – Vessel particulars"), frozenset())
-    tariff = (title_key("Port of Ostrevik – Port tariff 2024"), frozenset())
-    assert siblings(ardent, argent) and not siblings(ardent, tariff)
-    assert siblings((title_key("ONT terminal handling charges 2023"), frozenset()),
-                    (title_key("ONT terminal handling charges 2024"), frozenset()))
-    match = names_matcher(["VSC-65", "Corvassa Ardent"])
-    assert match("model vsc 65 fitted") and match("MV CORVASSA ARDENT") and not match("VSC-651")
-    assert match("(VSC65)") and match("Corvassa_Ardent") and not match("xVSC-65")
-    assert not match("CorvassaArdent") and not match("VSC-65²") and not names_matcher([])("VSC-65")
-
-
-def test_a_model_is_its_name_and_number_beside_its_sibling(shared_data: Path):
-    assert model_names("The Megalift 65 cranes", capitalised_spans("The Megalift 65 cranes")) \
-        == ["The Megalift 65"]
-    for text in ("In Round 3 teams", "On June 14 people", "It paid EUR 36 per box",
-                 "built by Vostrand 2019 onwards", "Ardent Lane 366 m long", "Heidelberg 30 def."):
-        assert model_names(text, capitalised_spans(text)) == [], text
-    assert proper_name("Megalift 65") and proper_name("The Megalift 65")
-    assert not proper_name("Round 3") and not proper_name("June 14") and not proper_name("Windows 2000")
-    # the news names the cranes by model; only the datasheet of that model shares it
-    named = {n: {e.entity_id for e in parse(shared_data / "multihop2" / f"{n}.html").entities}
-             for n in ["news_ont_megalift_delivery", "vostrand_megalift61_datasheet",
-                       "vostrand_megalift65_datasheet"]}
-    assert "thing:megalift 65" in named["news_ont_megalift_delivery"]
-    assert "thing:megalift 65" in named["vostrand_megalift65_datasheet"]
-    assert "thing:megalift 65" not in named["vostrand_megalift61_datasheet"]
-    assert "thing:megalift 61" in named["vostrand_megalift61_datasheet"]
-
-
-def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data: Path):
-    """The contract of GraphStore.bridges on every backend."""
-    docs = {n: parse(shared_data / "multihop2" / f"{n}.html")
-            for n in ["ont_incident_ir_24_117", "ont_vessel_schedule_w24",
-                      "ont_vessel_schedule_w23"]}
-    for parsed in docs.values():
-        graph_store.write_document(parsed)
-    incident = docs["ont_incident_ir_24_117"]
-    details = [s.support_id for s in incident.supports if "VC-24-1183" in s.text]
-    found = {b.entity_id: b for b in graph_store.bridges(details, 10, 20)}
-    call, crane = found["code:vc241183"], found["code:qc09"]
-    assert call.name == "VC-24-1183" and set(call.supports) <= set(details)
-    assert call.documents == 2 and crane.documents == 3
-    w24 = docs["ont_vessel_schedule_w24"]
-    reached = {pid for pid, _, _ in call.pages}
-    assert reached == {incident.pages[0].page_id, w24.pages[0].page_id}
-    sid = next(s for pid, s, _ in call.pages if pid == w24.pages[0].page_id)
-    assert "VC-24-1183" in next(s.text for s in w24.supports if s.support_id == sid)
-    capped = {b.entity_id: b for b in graph_store.bridges(details, 2, 20)}
-    assert capped["code:qc09"].documents == 3 and capped["code:qc09"].pages == []
-    assert capped["code:vc241183"].pages  # two documents: within the cap
-    # a read kept between searches is not kept past a write: a fourth document names the crane
-    graph_store.write_document(parse(shared_data / "multihop2" / "qc09_maintenance_log_2024.html"))
-    again = {b.entity_id: b for b in graph_store.bridges(details, 10, 20)}
-    assert again["code:qc09"].documents == 4 and again["code:vc241183"].documents == 2
-    assert len({pid.rpartition(":")[0] for pid, _, _ in again["code:qc09"].pages}) == 4
-
-
-def test_reads_kept_by_one_process_follow_another_process_s_write(tmp_path, shared_data: Path):
-    """Two stores on one file (a server and a CLI ingesting beside it): the
-    reads the first keeps between searches are dropped when the second commits."""
-    from pilar.db import SqliteDatabase
-    from pilar.graph.sqlite import SqliteGraphStore
-
-    server, cli = (SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite")) for _ in "ab")
-    incident = parse(shared_data / "multihop2" / "ont_incident_ir_24_117.html")
-    cli.write_document(incident)
-    details = [s.support_id for s in incident.supports if "QC-09" in s.text]
-    assert {b.entity_id: b.documents for b in server.bridges(details)}["code:qc09"] == 1
-    assert server.reads.get("mentions", details)[1] == []  # kept
-    cli.write_document(parse(shared_data / "multihop2" / "qc09_maintenance_log_2024.html"))
-    assert {b.entity_id: b.documents for b in server.bridges(details)}["code:qc09"] == 2
-    assert server.template_supports(details) == cli.template_supports(details)
+INCIDENTS = ["ont_incident_ir_24_117", "ont_incident_ir_24_131", "ont_incident_ir_24_142"]
+"""Three incident reports of one template (each ends with the same footer)."""
 
 
 @pytest.fixture(scope="module")
@@ -209,21 +107,6 @@ def test_explain_shows_each_reached_page_s_bridge_path_and_chain_bonus(chain_sto
     assert leaving > 0.9 and f"chains leave their start {leaving:.2f}" in got.output
 
 
-def test_mention_context_is_the_column_or_the_words_before():
-    from pilar.model import Unit
-
-    row = Unit("u1", "d", 1, "row", "VC-24-1183 | Corvassa Ardent | CVL", "", "s1",
-               headers=("Call ID", "Vessel", "Operator"),
-               cells=("VC-24-1183", "Corvassa Ardent", "CVL"))
-    assert mention_context(row, "Corvassa Ardent") == "Vessel Corvassa Ardent"
-    text = Unit("u2", "d", 1, "paragraph", "during the discharge of vessel call VC-24-1183, one",
-                "", "s2")
-    assert mention_context(text, "VC-24-1183") == "the discharge of vessel call , one"
-    # found where the text names it however it is written, offsets kept where "İ" lowers to two
-    assert mention_context(replace(text, text="İzmir: call vc 24 1183 berthed late"),
-                           "VC-24-1183") == "İzmir: call berthed late"
-
-
 def test_a_code_the_question_writes_is_a_query_entity(chain_store: Pilar):
     """Common words ("port", "tariff", "call") crowd the 50 full-text entity
     candidates; the call number the question writes is still found."""
@@ -264,23 +147,6 @@ def test_coverage_counts_each_question_word_once_at_its_best_page(chain_store: P
     assert cover.of(("nowhere:1",)) == 0.0
 
 
-def test_a_question_names_a_version_by_its_year_or_model_number():
-    from pilar.retrieval.naming import names_version, versions
-
-    tariff = versions("What port dues apply under the 2024 tariff?")
-    assert names_version(tariff, "Port of Ostrevik – Port tariff 2024",
-                          "Port of Ostrevik – Port tariff 2023")
-    assert not names_version(tariff, "Port of Ostrevik – Port tariff 2023",
-                              "Port of Ostrevik – Port tariff 2024")
-    pump = versions("How many employees did the maker of the VX-220 pump have in 2023?")
-    assert names_version(pump, "Orrin Verta 220 – Datasheet", "Orrin Verta 160 – Datasheet")
-    lengths = versions("How long does the spreader take to telescope from 20 ft to 45 ft?")
-    assert not names_version(lengths, "Kovalen Tandemlock TL-45 spreader",
-                              "Kovalen Tandemlock TL-40 spreader")
-    assert not names_version(lengths, "Kovalen Tandemlock TL-40 spreader",
-                              "Kovalen Tandemlock TL-45 spreader")
-
-
 def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
     from pilar.model import Unit
 
@@ -312,16 +178,6 @@ def test_a_chain_leaves_a_register_by_its_own_row_and_a_record_by_any_field():
     assert on(manifest, start_names(named), False) == {"s0.2"}
     assert on(manifest, [n for _, n in named], False) is None  # "Reefer" made every unit a way on
     assert start_names([("thing:reefer", "Reefer")]) == ["Reefer"]
-
-
-def test_the_asked_text_leaves_out_the_names_a_question_starts_from():
-    """A chain's last document answers what the question asks, not the thing
-    it names (and the word naming its kind: "incident", "container")."""
-    assert asked_text("In which town is the maker of RTG-27 headquartered?",
-                      ["RTG-27"]) == "In which town is the maker of headquartered?"
-    assert asked_text("What maximum power does the reefer unit of container CVSU 481207 3 draw?",
-                      ["CVSU 481207 3"]) == "What maximum power does the reefer unit of draw?"
-    assert asked_text("What is the tallest building?", []) == "What is the tallest building?"
 
 
 def test_a_hop_keeps_chains_through_lookup_pages_beside_the_best_ends():
@@ -394,16 +250,6 @@ def test_a_page_naming_a_label_and_a_code_the_question_gives_starts_a_chain(shar
     assert "9811427 (unit of corvassa_ardent_particulars)" in hit.pages[1].trace["bridge_path"]
 
 
-def test_dates_are_read_in_their_unambiguous_forms():
-    from pilar.ingest.dates import dates_in
-
-    assert dates_in("Date | 13 June 2024") == {"2024-06-13"}
-    assert dates_in("2024-06-13 | WO-55812 | Spreader") == {"2024-06-13"}
-    assert dates_in("from June 13, 2024 to 1st Sept. 2024") == {"2024-06-13", "2024-09-01"}
-    # no day, no real date, a locale-dependent form, or digits of a code: no date
-    assert dates_in("May 2024; 2024-02-30; 13/06/2024; IR-2024-06-131") == frozenset()
-
-
 def test_a_hop_carries_the_row_of_the_day_its_source_record_gives(shared_data: Path,
                                                                     tmp_path: Path):
     """The incident reaches crane QC-09's log by the crane's code; the log's
@@ -474,29 +320,6 @@ def test_a_hop_landing_on_a_list_of_codes_weighs_less(shared_data: Path, tmp_pat
     assert to_register.weight == pytest.approx(1 / 3 ** 0.5, abs=1e-4)  # 4 documents
     assert to_guide.weight == pytest.approx(to_register.weight * p.settings.listed_weight,
                                             abs=1e-4)
-
-
-INCIDENTS = ["ont_incident_ir_24_117", "ont_incident_ir_24_131", "ont_incident_ir_24_142"]
-
-
-def test_template_text_is_read_through_the_entities_it_names(graph_store, shared_data: Path):
-    """The contract of GraphStore.template_supports on every backend: the
-    footer every incident report carries is template text in three reports,
-    not in four; an account of one incident never is."""
-    docs = [parse(shared_data / "multihop2" / f"{n}.html") for n in INCIDENTS]
-    for parsed in docs:
-        graph_store.write_document(parsed)
-    footers = [next(s.support_id for s in d.supports if s.text.startswith("ONT HSE incident"))
-               for d in docs]
-    account = next(s.support_id for s in docs[2].supports if "reported by HPD" in s.text)
-    heading = next(s.support_id for s in docs[2].supports if s.text == "Incident record")
-    asked = [*footers, account, heading, "no-such-support"]
-    assert graph_store.template_supports(asked, 3) == set(footers)
-    assert graph_store.template_supports(asked, 4) == set()
-    assert graph_store.template_supports([], 3) == set()
-    # an entity three documents mention is a hub when two is the most a bridge may have:
-    # its mentions are not walked, and the footer names no other entity
-    assert graph_store.template_supports(asked, 3, max_documents=2) == set()
 
 
 def test_a_footer_is_no_anchor_and_the_chain_follows_the_reporter(shared_data: Path, tmp_path):
