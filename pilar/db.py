@@ -201,7 +201,7 @@ class ReadCache:
     def get(self, kind: str, keys: Iterable[Hashable]
             ) -> tuple[dict[Hashable, Any], list[Hashable], int | None]:
         """``(kept, missing, stamp)``: the values kept for ``keys`` of
-        ``kind``, the keys (in order, once each) they lack, and the stamp to
+        ``kind`` (in key order), the keys (in order, once each) they lack, and the stamp to
         :meth:`put` the missing ones under (None inside a write transaction:
         nothing is served)."""
         keys = list(dict.fromkeys(keys))
@@ -221,10 +221,11 @@ class ReadCache:
         """``{key: value}`` for ``keys`` (in order, once each): the kept ones,
         and ``read(missing keys)`` for the rest (then kept)."""
         kept, missing, stamp = self.get(kind, keys)
-        if missing:
-            found = read(missing)
-            self.put(kind, found, stamp)
-            kept.update(found)
+        if not missing:
+            return kept  # in key order already
+        found = read(missing)
+        self.put(kind, found, stamp)
+        kept.update(found)
         return {k: kept[k] for k in dict.fromkeys(keys)}
 
     def put(self, kind: str, values: dict[Hashable, Any], stamp: int | None) -> None:

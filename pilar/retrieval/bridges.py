@@ -283,7 +283,6 @@ class BridgeExpander:
                 for h in found:
                     by_source.setdefault(h.source, {}).setdefault(pid, []).append(h)
         grown: dict[tuple[str, ...], Chain] = {}
-        listed: dict[tuple[str, str, str], float] = {}  # (page, support, name) -> its weight
         for c in beam:
             used = {h.bridge for h in c.hops}
             docs = {by_id[pid].doc_id for pid in c.pages}
@@ -302,10 +301,9 @@ class BridgeExpander:
                     memo.coverage.of(c.pages, held, pid) - covered)
                 key = c.pages + (pid,)
                 for h in found:
-                    if (at := (pid, h.support, h.name)) not in listed:
-                        listed[at] = s.listed_weight if self._listed(*at) else 1.0
                     weight = h.weight * (1.0 if on is None or h.source_support in on
-                                         else s.off_bridge) * listed[at]
+                                         else s.off_bridge) * (
+                        s.listed_weight if self._listed(pid, h.support, h.name) else 1.0)
                     score = base + s.bridge_cost * math.log(max(weight, 1e-6))
                     if key not in grown or score > grown[key].score:
                         if weight != h.weight:
@@ -443,8 +441,9 @@ class BridgeExpander:
         for page in frontier:
             us: list[Unit] = units.get(page.page_id, [])
             names = tuple(into.get(page.page_id, ()))
+            match = names_matcher(names)
             naming = self._naming.through((page.page_id, names), lambda: frozenset(
-                u.support_id for u in us if names_matcher(names)(u.text)))
+                u.support_id for u in us if match(u.text)))
             scored, bridging = [], []
             held = on.get(page.page_id, set())
             for u, rel, leads in zip(us, relevance[page.page_id], facts[page.page_id][3]):
