@@ -24,8 +24,8 @@ import numpy as np
 from cachetools import LRUCache
 
 from pilar.model import Scope
-from pilar.parts import KeptMap, batched
-from pilar.db import SqliteDatabase
+from pilar.parts import batched
+from pilar.db import ReadCache, SqliteDatabase
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,8 @@ class AnnDense:
 
     A page's score: its vectors are ranked by the compact copies in the index,
     and the best one's float32 vector read from the store gives the cosine
-    (vectors of record and page rows are kept once read, until the log changes).
+    (vectors of record are kept once read until the log changes, page rows
+    until the file does: :class:`~pilar.db.ReadCache`).
     ``top`` asks the index for ``16n`` (at least 256) nearest vectors (a page
     holds many: 4n rarely reached n pages on the dev store), widening
     until ``n`` pages within the scope are found or the index is exhausted;
@@ -256,10 +257,9 @@ class AnnDense:
         self._epoch: str | None = None
         # page rowid -> its vectors' compact copies as float32 (see _compact_blocks)
         self._compact: LRUCache = LRUCache(COMPACT_BYTES, getsizeof=lambda m: m.nbytes)
-        # (page rowid, chunk) -> its float32 vector of record; page id -> (rowid, vectors)
-        # or None: both read once and kept until the log has any change
+        # (page rowid, chunk) -> its float32 vector of record, kept until the log changes
         self._of_record: LRUCache = LRUCache(EXACT_BYTES, getsizeof=lambda m: m.nbytes)
-        self._rows = KeptMap(1 << 16)
+        self.rows = ReadCache(db, 1 << 16)  # page id -> (rowid, vectors) or None
 
     # -- reads -----------------------------------------------------------------
 
@@ -319,19 +319,16 @@ class AnnDense:
         if not page_ids:
             return {}
         with self.db.snapshot() as c:
-            ids = list(dict.fromkeys(page_ids))
-            found = {pid: self._rows[pid] for pid in ids if pid in self._rows}
-            missing = [pid for pid in ids if pid not in found]
-            if missing:
-                read = dict.fromkeys(missing)
-                read.update((pid, (rowid, n)) for pid, rowid, n in c.execute(
+            def read(ids: list[str]) -> dict[str, tuple[int, int] | None]:
+                out = dict.fromkeys(ids)
+                out.update((pid, (rowid, n)) for pid, rowid, n in c.execute(
                     "SELECT p.page_id, p.rowid, count(v.chunk) FROM index_pages p "
                     "LEFT JOIN page_vectors v ON v.page_rowid = p.rowid "
                     "WHERE p.page_id IN (SELECT value FROM json_each(?)) GROUP BY p.rowid",
-                    (json.dumps(missing),)))
-                self._rows.keep(read)
-                found.update(read)
-            rows = sorted(((pid, *found[pid]) for pid in ids if found[pid] is not None),
+                    (json.dumps(ids),)))
+                return out
+            found = self.rows.through("rows", page_ids, read)
+            rows = sorted(((pid, *r) for pid, r in found.items() if r is not None),
                           key=lambda r: r[1])  # by rowid, as the query grouped them
             out: dict[str, float | None] = {pid: None for pid, _, n in rows}
             rows = [r for r in rows if r[2]]
@@ -416,7 +413,6 @@ class AnnDense:
             stale: dict[int, int] = {}
             if changes:
                 self._of_record.clear()
-                self._rows.clear()
             for rowid, op, n in changes:
                 final[rowid] = op
                 self._compact.pop(rowid, None)
@@ -455,7 +451,6 @@ class AnnDense:
 
         self._compact.clear()
         self._of_record.clear()
-        self._rows.clear()
         epoch = c.execute("SELECT value FROM index_meta WHERE key = 'dense_epoch'").fetchone()
         self._epoch = epoch[0] if epoch else "0"
         last = c.execute("SELECT max(seq) FROM index_changes").fetchone()[0] or 0
