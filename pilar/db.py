@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from pilar.errors import EmptyStoreError, StoreError
 from pilar.migrations import migration_files
-from pilar.parts import KeptMap
 
 
 class SqliteDatabase:
@@ -177,59 +175,3 @@ class SqliteDatabase:
             self._readers.clear()
         self._monitor.close()
         self._writer.close()
-
-
-class ReadCache:
-    """Reads of ``db`` kept while the file is unchanged: one map of at most
-    ``size`` entries per kind of read (emptied when full: the reads a
-    search repeats come back at once), all emptied when a write is
-    committed to the file, by this process or another
-    (:meth:`SqliteDatabase.data_version`). Reads inside the calling thread's
-    own write transaction are neither served nor kept (they may roll back).
-
-    A read takes what is kept with :meth:`get`, reads the rest from the file
-    and keeps it with :meth:`put`, passing back the stamp :meth:`get` gave
-    (so what was read before a commit is not kept after it)."""
-
-    def __init__(self, db: SqliteDatabase, size: int):
-        self.db = db
-        self.size = size
-        self._lock = threading.Lock()
-        self._stamp: int | None = None
-        self._maps: dict[str, KeptMap] = {}
-
-    def get(self, kind: str, keys: Iterable[Hashable]
-            ) -> tuple[dict[Hashable, Any], list[Hashable], int | None]:
-        """``(kept, missing, stamp)``: the values kept for ``keys`` of
-        ``kind`` (in key order), the keys (in order, once each) they lack, and the stamp to
-        :meth:`put` the missing ones under (None inside a write transaction:
-        nothing is served)."""
-        keys = list(dict.fromkeys(keys))
-        if self.db.in_transaction():
-            return {}, keys, None
-        stamp = self.db.data_version()
-        with self._lock:
-            if stamp != self._stamp:
-                self._maps.clear()
-                self._stamp = stamp
-            kept = self._maps.get(kind, {})
-            found = {k: kept[k] for k in keys if k in kept}
-        return found, [k for k in keys if k not in found], stamp
-
-    def through(self, kind: str, keys: Iterable[Hashable],
-                read: Callable[[list], dict[Hashable, Any]]) -> dict[Hashable, Any]:
-        """``{key: value}`` for ``keys`` (in order, once each): the kept ones,
-        and ``read(missing keys)`` for the rest (then kept)."""
-        kept, missing, stamp = self.get(kind, keys)
-        if not missing:
-            return kept  # in key order already
-        found = read(missing)
-        self.put(kind, found, stamp)
-        kept.update(found)
-        return {k: kept[k] for k in dict.fromkeys(keys)}
-
-    def put(self, kind: str, values: dict[Hashable, Any], stamp: int | None) -> None:
-        """Keep ``values`` of ``kind`` if the file is as it was at ``stamp``."""
-        with self._lock:
-            if stamp is not None and stamp == self._stamp:
-                self._maps.setdefault(kind, KeptMap(self.size)).keep(values)

@@ -1,15 +1,15 @@
 """Small helpers that split and group, one of each for every layer: the
 words of a text, a list in batches, a page id's parts, clusters of joined
 items (union-find), the cores a process may use, a map of findings kept
-between searches."""
+between searches, a store's reads kept until it changes."""
 
 from __future__ import annotations
 
 import os
 import re
 import threading
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -100,3 +100,77 @@ class KeptMap(dict):
 
 
 _MISSING = object()
+
+
+UNKEPT = object()
+"""The stamp :meth:`ReadCache.get` gives inside a write transaction: nothing read then is kept."""
+
+
+class Versioned(Protocol):
+    """A store whose committed writes change a stamp: the embedded file
+    (:meth:`pilar.db.SqliteDatabase.data_version`), the Neo4j graph
+    (:meth:`pilar.graph.neo4j.Neo4jGraphStore.data_version`)."""
+
+    def data_version(self) -> Hashable:
+        """A value that changes whenever a write is committed, by this
+        process or another."""
+        ...
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside its own write transaction."""
+        ...
+
+
+class ReadCache:
+    """Reads of ``db`` kept while it is unchanged: one map of at most
+    ``size`` entries per kind of read (emptied when full: the reads a
+    search repeats come back at once), all emptied when a write is
+    committed, by this process or another (:meth:`Versioned.data_version`).
+    Reads inside the calling thread's own write transaction are neither
+    served nor kept (they may roll back).
+
+    A read takes what is kept with :meth:`get`, reads the rest from the store
+    and keeps it with :meth:`put`, passing back the stamp :meth:`get` gave
+    (so what was read before a commit is not kept after it)."""
+
+    def __init__(self, db: Versioned, size: int):
+        self.db = db
+        self.size = size
+        self._lock = threading.Lock()
+        self._stamp: Hashable = None
+        self._maps: dict[str, KeptMap] = {}
+
+    def get(self, kind: str, keys: Iterable[Hashable]
+            ) -> tuple[dict[Hashable, Any], list[Hashable], Hashable]:
+        """``(kept, missing, stamp)``: the values kept for ``keys`` of
+        ``kind`` (in key order), the keys (in order, once each) they lack, and the stamp to
+        :meth:`put` the missing ones under (:data:`UNKEPT` inside a write
+        transaction: nothing is served)."""
+        keys = list(dict.fromkeys(keys))
+        if self.db.in_transaction():
+            return {}, keys, UNKEPT
+        stamp = self.db.data_version()
+        with self._lock:
+            if stamp != self._stamp:
+                self._maps.clear()
+                self._stamp = stamp
+            kept = self._maps.get(kind, {})
+            found = {k: kept[k] for k in keys if k in kept}
+        return found, [k for k in keys if k not in found], stamp
+
+    def through(self, kind: str, keys: Iterable[Hashable],
+                read: Callable[[list], dict[Hashable, Any]]) -> dict[Hashable, Any]:
+        """``{key: value}`` for ``keys`` (in order, once each): the kept ones,
+        and ``read(missing keys)`` for the rest (then kept)."""
+        kept, missing, stamp = self.get(kind, keys)
+        if not missing:
+            return kept  # in key order already
+        found = read(missing)
+        self.put(kind, found, stamp)
+        kept.update(found)
+        return {k: kept[k] for k in dict.fromkeys(keys)}
+
+    def put(self, kind: str, values: dict[Hashable, Any], stamp: Hashable) -> None:
+        """Keep ``values`` of ``kind`` if the store is as it was at ``stamp``."""
+        with self._lock:
+            if stamp is not UNKEPT and stamp == self._stamp:
+                self._maps.setdefault(kind, KeptMap(self.size)).keep(values)

@@ -105,15 +105,21 @@ def neo4j_uri() -> str:
     return uri
 
 
-@pytest.fixture
-def neo4j_store(neo4j_uri):
-    """A Neo4jGraphStore on the real server, emptied before the test (schema kept)."""
+def open_neo4j(uri: str):
+    """A Neo4jGraphStore on the real server at ``uri`` (NEO4J_USERNAME and
+    NEO4J_PASSWORD when set)."""
     from pilar.graph.neo4j import Neo4jGraphStore
 
     auth = None
     if os.environ.get("NEO4J_USERNAME"):
         auth = (os.environ["NEO4J_USERNAME"], os.environ.get("NEO4J_PASSWORD", ""))
-    store = Neo4jGraphStore(neo4j_uri, auth)
+    return Neo4jGraphStore(uri, auth)
+
+
+@pytest.fixture
+def neo4j_store(neo4j_uri):
+    """A Neo4jGraphStore on the real server, emptied before the test (schema kept)."""
+    store = open_neo4j(neo4j_uri)
     with store.driver.session() as session:  # batched: the server may hold a big graph
         session.run("MATCH (n) WHERE NOT n:SchemaMigration "
                     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()

@@ -1,13 +1,16 @@
 """The graph's reads for bridge expansion (PILAR §3.4), the contract of
 every backend: where a bridge leads, which supports are template text, and
-the embedded store's kept reads following writes, on real documents of
+the reads each backend keeps following writes, on real documents of
 ``../shared/data/multihop2``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pilar.ingest import parse
+from tests.conftest import open_neo4j
 from tests.test_bridges import INCIDENTS
 
 
@@ -39,21 +42,46 @@ def test_a_bridge_is_read_with_its_documents_and_pages(graph_store, shared_data:
     assert len({pid.rpartition(":")[0] for pid, _, _ in again["code:qc09"].pages}) == 4
 
 
-def test_reads_kept_by_one_process_follow_another_process_s_write(tmp_path, shared_data: Path):
-    """Two stores on one file (a server and a CLI ingesting beside it): the
-    reads the first keeps between searches are dropped when the second commits."""
-    from pilar.db import SqliteDatabase
-    from pilar.graph.sqlite import SqliteGraphStore
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def server_and_cli(request, tmp_path):
+    """Two graph stores on one backend, as a server and a CLI ingesting
+    beside it: two stores on one SQLite file, or two on the real Neo4j
+    (emptied first)."""
+    if request.param == "sqlite":
+        from pilar.db import SqliteDatabase
+        from pilar.graph.sqlite import SqliteGraphStore
 
-    server, cli = (SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite")) for _ in "ab")
+        yield tuple(SqliteGraphStore(SqliteDatabase(tmp_path / "pilar.sqlite")) for _ in "ab")
+    else:
+        server = request.getfixturevalue("neo4j_store")
+        cli = open_neo4j(server.uri)
+        yield server, cli
+        cli.close()
+
+
+def test_reads_kept_by_one_process_follow_another_process_s_write(server_and_cli,
+                                                                  shared_data: Path):
+    """The reads a server keeps between searches (bridges, template text,
+    documents by id) are dropped when another process commits a write."""
+    server, cli = server_and_cli
     incident = parse(shared_data / "multihop2" / "ont_incident_ir_24_117.html")
     cli.write_document(incident)
     details = [s.support_id for s in incident.supports if "QC-09" in s.text]
     assert {b.entity_id: b.documents for b in server.bridges(details)}["code:qc09"] == 1
-    assert server.reads.get("mentions", details)[1] == []  # kept
-    cli.write_document(parse(shared_data / "multihop2" / "qc09_maintenance_log_2024.html"))
+    assert server.reads.get("mentions" if server.name == "sqlite" else "bridges 10 20",
+                            details)[1] == []  # kept
+    doc = incident.document.doc_id
+    assert [d.status for d in server.documents([doc])] == ["ready"]
+    log = parse(shared_data / "multihop2" / "qc09_maintenance_log_2024.html")
+    cli.write_document(log)
     assert {b.entity_id: b.documents for b in server.bridges(details)}["code:qc09"] == 2
     assert server.template_supports(details) == cli.template_supports(details)
+    assert [d.doc_id for d in server.documents([doc, log.document.doc_id])] == \
+        [doc, log.document.doc_id]
+    cli.set_status(doc, "deleting")  # a status change is a write too
+    assert [d.doc_id for d in server.documents([doc, log.document.doc_id])] == \
+        [log.document.doc_id]
+    assert server.documents([doc], statuses=None)[0].status == "deleting"
 
 
 def test_template_text_is_read_through_the_entities_it_names(graph_store, shared_data: Path):

@@ -199,6 +199,11 @@ class GraphStore(Protocol):
         ...
 
 
+READ_CACHE = 32_768
+"""Entries of each kind of read a graph store keeps between searches
+(:class:`~pilar.parts.ReadCache`)."""
+
+
 def ingest_time() -> str:
     """Now as ISO-8601 UTC to the microsecond: a document's ``ingested_at``,
     by which both backends list documents (so documents stored within one

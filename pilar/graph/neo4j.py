@@ -20,13 +20,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pilar.errors import StoreError
-from pilar.graph import add_expansion_rows, ingest_times
+from pilar.graph import READ_CACHE, add_expansion_rows, ingest_times
 from pilar.migrations import migration_files
 from pilar.graph import neo4j_cypher as cy
 from pilar.graph.neo4j_rows import (Rows, assertion_of, batch_rows, batches, document_of,
                                     entity_of, stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
+from pilar.parts import ReadCache
 from pilar.parts import words as split_words
 
 
@@ -44,7 +45,10 @@ class Neo4jGraphStore:
 
     ``uri`` is a bolt/neo4j URI; ``auth`` a ``(user, password)`` pair or None.
     Applies pending migrations on open. Raises :class:`StoreError` if the
-    server cannot be reached.
+    server cannot be reached. Every write transaction ends by setting the
+    graph's change stamp (:meth:`data_version`), so the reads searches
+    repeat (bridges, template text, documents by id) are kept until any
+    process writes (:class:`~pilar.parts.ReadCache`).
     """
 
     name = "neo4j"
@@ -60,6 +64,7 @@ class Neo4jGraphStore:
             self.driver.verify_connectivity()
         except Exception as exc:  # noqa: BLE001 - any connection failure
             raise StoreError(f"cannot reach Neo4j at {uri}: {exc}") from exc
+        self.reads = ReadCache(self, READ_CACHE)  # what searches read again and again
         self.migrate()
 
     # -- schema ------------------------------------------------------------------
@@ -80,6 +85,8 @@ class Neo4jGraphStore:
                 cy.RECORD_MIGRATION, v=version, name=path.name, at=datetime.now(timezone.utc).isoformat(),
                 database_=self.database)
             applied.append(version)
+        if applied:  # what was read before may read otherwise now
+            self._write(lambda tx: None)
         return applied
 
     def server_version(self) -> str:
@@ -107,12 +114,30 @@ class Neo4jGraphStore:
             raise StoreError(f"cannot reach Neo4j at {self.uri}: {exc}") from exc
 
     def _write(self, work) -> Any:
+        """``work(tx)`` in one managed write transaction that ends by setting
+        the change stamp (last, so the stamp's lock is held only until the
+        commit); what ``work`` returns."""
+        def stamped(tx):
+            out = work(tx)
+            tx.run(cy.STAMP_CHANGE).consume()
+            return out
         try:
             with self.driver.session(database=self.database) as session:
-                return session.execute_write(work)
+                return session.execute_write(stamped)
         except (self._neo4j.exceptions.Neo4jError, self._neo4j.exceptions.DriverError) as exc:
             raise StoreError(f"Neo4j at {self.uri}: write failed: "
                              f"{getattr(exc, 'message', None) or exc}") from exc
+
+    def data_version(self) -> str | None:
+        """The graph's change stamp: a random UUID that every committed write
+        transaction, of any process, sets anew (None before the first).
+        One read."""
+        return self._values(cy.CHANGE_STAMP)[0][0]
+
+    def in_transaction(self) -> bool:
+        """Always False: a write is one managed transaction inside one call,
+        and reads never see it before it commits."""
+        return False
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -138,14 +163,22 @@ class Neo4jGraphStore:
                   collections: list[str] | None = None,
                   statuses: tuple[str, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all of them, or those
-        of ``doc_ids`` that exist (unknown ids are skipped), limited to
+        of ``doc_ids`` that exist (unknown ids are skipped; kept until the
+        graph changes, :class:`~pilar.parts.ReadCache`), limited to
         ``collections`` and ``statuses`` when given. One query. Raises
         :class:`StoreError` if the read fails."""
-        if doc_ids is not None and not doc_ids:
-            return []
+        if doc_ids is not None:  # rows of any status kept, filtered here
+            kept = self.reads.through("document", doc_ids, lambda ids: dict.fromkeys(ids) | {
+                r["d.doc_id"]: r for r in self._read(cy.DOCUMENTS_BY_ID, ids=ids,
+                                                     collections=None, statuses=None)})
+            rows = sorted((r for r in kept.values() if r is not None),  # as ORDER BY: nulls last
+                          key=lambda r: (r["d.ingested_at"] is None, r["d.ingested_at"] or "",
+                                         r["d.uri"]))
+            return [d for d in map(document_of, rows)
+                    if (collections is None or d.collection in collections)
+                    and (statuses is None or d.status in statuses)]
         return [document_of(r) for r in self._read(
-            cy.DOCUMENTS if doc_ids is None else cy.DOCUMENTS_BY_ID,
-            ids=None if doc_ids is None else list(doc_ids),
+            cy.DOCUMENTS, ids=None,
             collections=None if collections is None else list(collections),
             statuses=None if statuses is None else list(statuses))]
 
@@ -343,26 +376,49 @@ class Neo4jGraphStore:
     def bridges(self, support_ids: list[str], max_documents: int = 10,
                 limit: int = 20) -> list[Bridge]:
         """The entities mentioned on ``support_ids`` and where they lead, in one
-        bounded query (:meth:`pilar.graph.GraphStore.bridges`,
-        :data:`pilar.graph.neo4j_cypher.BRIDGES`). Raises :class:`StoreError`
-        if the read fails."""
+        bounded query for the supports not kept since the graph last changed
+        (:meth:`pilar.graph.GraphStore.bridges`,
+        :data:`pilar.graph.neo4j_cypher.BRIDGES`, :class:`~pilar.parts.ReadCache`).
+        Raises :class:`StoreError` if the read fails."""
         if not support_ids:
             return []
-        out = [Bridge(eid, name, tuple(sorted(here)), documents,
-                      sorted((p, sid, via) for p, sid, via in pages))
-               for eid, name, here, documents, pages in self._values(
-                   cy.BRIDGES, sids=list(support_ids), max=max_documents, limit=limit)]
-        return sorted(out, key=lambda b: b.entity_id)
+        kept = self.reads.through(f"bridges {max_documents} {limit}", support_ids,
+                                  lambda ids: self._bridges_of(ids, max_documents, limit))
+        found: dict[str, tuple[str, set[str], int, tuple]] = {}
+        for sid, reaches in kept.items():
+            for eid, name, documents, pages in reaches:
+                found.setdefault(eid, (name, set(), documents, pages))[1].add(sid)
+        return [Bridge(eid, name, tuple(sorted(here)), documents, list(pages))
+                for eid, (name, here, documents, pages) in sorted(found.items())]
+
+    def _bridges_of(self, support_ids: list[str], max_documents: int, limit: int
+                    ) -> dict[str, tuple[tuple[str, str, int, tuple], ...]]:
+        """``{support_id: ((entity_id, name, documents, pages), ...)}``: each
+        entity a support mentions and where it leads (one query)."""
+        out: dict[str, list] = {sid: [] for sid in support_ids}
+        for eid, name, here, documents, pages in self._values(
+                cy.BRIDGES, sids=support_ids, max=max_documents, limit=limit):
+            reach = (eid, name, documents, tuple(sorted((p, s, via) for p, s, via in pages)))
+            for sid in here:
+                out[sid].append(reach)
+        return {sid: tuple(reaches) for sid, reaches in out.items()}
 
     def template_supports(self, support_ids: list[str], documents: int = 3,
                           max_documents: int = 10) -> set[str]:
-        """:meth:`pilar.graph.GraphStore.template_supports`, one query
-        (:data:`pilar.graph.neo4j_cypher.TEMPLATE_SUPPORTS`). Raises
-        :class:`StoreError` if the read fails."""
+        """:meth:`pilar.graph.GraphStore.template_supports`, one query for the
+        supports not kept since the graph last changed
+        (:data:`pilar.graph.neo4j_cypher.TEMPLATE_SUPPORTS`,
+        :class:`~pilar.parts.ReadCache`). Raises :class:`StoreError` if the
+        read fails."""
         if not support_ids:
             return set()
-        return {sid for sid, in self._values(cy.TEMPLATE_SUPPORTS, sids=list(support_ids),
-                                              documents=documents, max=max_documents)}
+
+        def read(ids: list[str]) -> dict[str, bool]:
+            found = {sid for sid, in self._values(cy.TEMPLATE_SUPPORTS, sids=ids,
+                                                  documents=documents, max=max_documents)}
+            return {sid: sid in found for sid in ids}
+        kept = self.reads.through(f"template {documents} {max_documents}", support_ids, read)
+        return {sid for sid, template in kept.items() if template}
 
     def mention_pages(self, entity_ids: list[str]) -> dict[str, int]:
         """``{entity_id: pages}``: distinct pages whose supports mention each

@@ -363,6 +363,9 @@ EDGE_TYPES = ("IN_DOCUMENT", "NEXT", "HAS_PROVENANCE", "ON_PAGE", "DERIVED_FROM"
 
 # -- schema and plumbing ------------------------------------------------------------
 MIGRATIONS_DONE = "MATCH (m:SchemaMigration) RETURN m.version AS v"
+# the graph's change stamp (migration 7): set anew by every write transaction, last
+STAMP_CHANGE = "MERGE (s:ChangeStamp {id: 'graph'}) SET s.version = randomUUID()"
+CHANGE_STAMP = "OPTIONAL MATCH (s:ChangeStamp {id: 'graph'}) RETURN s.version"
 RECORD_MIGRATION = "MERGE (m:SchemaMigration {version: $v}) SET m.name = $name, m.applied_at = $at"
 SERVER_VERSION = ("CALL dbms.components() YIELD name, versions, edition "
                   "RETURN name, versions[0] AS version, edition")

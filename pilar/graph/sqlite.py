@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pilar.errors import NotSupportedError
-from pilar.graph import add_expansion_rows, ingest_time, ingest_times
+from pilar.graph import READ_CACHE, add_expansion_rows, ingest_time, ingest_times
 from pilar.graph import sqlite_sql as sql
 from pilar.model import (Assertion, Bridge, Document, DocumentStatus, Entity, EntityLinks, Page,
                          ParsedDocument, Provenance, SameAs, Support, Unit, UnitStats,
                          to_jsonable)
-from pilar.db import ReadCache, SqliteDatabase
-from pilar.parts import batched, words
+from pilar.db import SqliteDatabase
+from pilar.parts import ReadCache, batched, words
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -69,10 +69,6 @@ def _unit(r) -> Unit:
                     terms=json.loads(r[13]), length=r[14], tokens=r[15], tokenizer=r[16]))
 
 
-READ_CACHE = 32_768
-"""Entries of each kind of read a :class:`SqliteGraphStore` keeps between searches."""
-
-
 class SqliteGraphStore:
     """GraphStore on the embedded SQLite file (see :class:`pilar.graph.GraphStore`)."""
 
@@ -111,7 +107,7 @@ class SqliteGraphStore:
                   statuses: tuple[DocumentStatus, ...] | None = ("ready",)) -> list[Document]:
         """Stored documents, oldest first (then by uri): all of them, or those
         of ``doc_ids`` that exist (unknown ids are skipped; their rows are
-        kept while the file is unchanged, :class:`~pilar.db.ReadCache`),
+        kept while the file is unchanged, :class:`~pilar.parts.ReadCache`),
         limited to ``collections`` and ``statuses`` when given. One query.
         Raises ``sqlite3.Error`` if the read fails."""
         if doc_ids is not None:
@@ -395,7 +391,7 @@ class SqliteGraphStore:
     def page_sections(self, page_ids: list[str]) -> dict[str, set[tuple[str, ...]]]:
         """``{page_id: {section_path, ...}}``: the section paths a page's
         supports sit in, for every id given. One query for the pages not
-        kept (:class:`~pilar.db.ReadCache`). Raises ``sqlite3.Error`` if the
+        kept (:class:`~pilar.parts.ReadCache`). Raises ``sqlite3.Error`` if the
         read fails."""
         def read(ids: list[str]) -> dict[str, frozenset[tuple[str, ...]]]:
             out: dict[str, set[tuple[str, ...]]] = {pid: set() for pid in ids}
@@ -451,7 +447,7 @@ class SqliteGraphStore:
         """The entities mentioned on ``support_ids`` and where they lead
         (:meth:`pilar.graph.GraphStore.bridges`): the mentions of each support
         and the reach of each entity are read once (two queries for those not
-        kept) and kept while the file is unchanged (:class:`~pilar.db.ReadCache`).
+        kept) and kept while the file is unchanged (:class:`~pilar.parts.ReadCache`).
         Raises ``sqlite3.Error`` if a read fails."""
         if not support_ids:
             return []
@@ -495,7 +491,7 @@ class SqliteGraphStore:
     def template_supports(self, support_ids: list[str], documents: int = 3,
                           max_documents: int = 10) -> set[str]:
         """:meth:`pilar.graph.GraphStore.template_supports`, one query for the
-        supports not kept (:class:`~pilar.db.ReadCache`). Raises
+        supports not kept (:class:`~pilar.parts.ReadCache`). Raises
         ``sqlite3.Error`` if the read fails."""
         def read(ids: list[str]) -> dict[str, bool]:
             found = {sid for sid, in self.db.conn.execute(

@@ -24,8 +24,8 @@ import numpy as np
 from cachetools import LRUCache
 
 from pilar.model import Scope
-from pilar.parts import batched
-from pilar.db import ReadCache, SqliteDatabase
+from pilar.parts import ReadCache, batched
+from pilar.db import SqliteDatabase
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ class AnnDense:
     A page's score: its vectors are ranked by the compact copies in the index,
     and the best one's float32 vector read from the store gives the cosine
     (vectors of record are kept once read until the log changes, page rows
-    until the file does: :class:`~pilar.db.ReadCache`).
+    until the file does: :class:`~pilar.parts.ReadCache`).
     ``top`` asks the index for ``16n`` (at least 256) nearest vectors (a page
     holds many: 4n rarely reached n pages on the dev store), widening
     until ``n`` pages within the scope are found or the index is exhausted;

@@ -14,10 +14,10 @@ import json
 import numpy as np
 
 from pilar.model import IndexedPages, Page, Scope
-from pilar.parts import batched
+from pilar.parts import ReadCache, batched
 from pilar.retrieval import query_terms
 from pilar.retrieval.dense import DenseSearch, ExactDense, scope_sql
-from pilar.db import ReadCache, SqliteDatabase
+from pilar.db import SqliteDatabase
 
 
 def _quoted(term: str) -> str:
@@ -177,7 +177,7 @@ class SqlitePageIndex:
     def _term_scores(self, terms: list[str], page_ids: list[str]) -> dict[str, dict[str, float]]:
         """``{term: {page_id: bm25}}`` of each of ``terms`` alone on the
         ``page_ids`` it matches (pages in the order given): the (term, page)
-        pairs not kept since the store last changed (:class:`~pilar.db.ReadCache`)
+        pairs not kept since the store last changed (:class:`~pilar.parts.ReadCache`)
         are read (:meth:`_read_terms`) and kept (at most :data:`TERM_PAGES`)."""
         out: dict[str, dict[str, float]] = {t: {} for t in terms}
         pairs = self.reads.through("bm25", [(t, pid) for t in terms for pid in page_ids],
