@@ -167,6 +167,8 @@ class Neo4jGraphStore:
         graph changes, :class:`~pilar.parts.ReadCache`), limited to
         ``collections`` and ``statuses`` when given. One query. Raises
         :class:`StoreError` if the read fails."""
+        if doc_ids is not None and not doc_ids:
+            return []
         if doc_ids is not None:  # rows of any status kept, filtered here
             kept = self.reads.through("document", doc_ids, lambda ids: dict.fromkeys(ids) | {
                 r["d.doc_id"]: r for r in self._read(cy.DOCUMENTS_BY_ID, ids=ids,
