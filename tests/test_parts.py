@@ -1,11 +1,12 @@
 """The one helper of each kind (pilar/parts.py): words, batches, page ids,
-union-find clusters, kept findings."""
+union-find clusters, kept findings, reads kept until a store changes."""
 
 from __future__ import annotations
 
 import pytest
 
-from pilar.parts import KeptMap, UnionFind, batched, doc_of, split_page_id, words
+from pilar.parts import (UNKEPT, KeptMap, ReadCache, UnionFind, batched, doc_of, split_page_id,
+                         words)
 
 
 def test_words_are_lower_cased_unicode_runs_in_order():
@@ -46,3 +47,29 @@ def test_a_kept_map_works_a_finding_out_once_and_empties_when_full():
     assert kept.through("d", lambda: calls.append("d")) is None and calls == ["a", "b", "c"]
     kept.keep({"e": 1, "f": 2})
     assert dict(kept) == {"d": None, "e": 1, "f": 2}
+
+
+def test_a_read_cache_keeps_reads_until_a_commit_and_none_inside_a_write(tmp_path):
+    """ReadCache on the real store file: a read is kept until a write is
+    committed (by any connection), a read made before a commit is not kept
+    after it, and inside the caller's own write transaction nothing is
+    served or kept."""
+    from pilar.db import SqliteDatabase
+
+    db = SqliteDatabase(tmp_path / "pilar.sqlite")
+    cache = ReadCache(db, 8)
+    reads = []
+
+    def read(keys):
+        reads.append(list(keys))
+        return {k: k * 2 for k in keys}
+
+    assert cache.through("x", [1, 2, 1], read) == {1: 2, 2: 4} and reads == [[1, 2]]
+    assert cache.through("x", [2, 3], read) == {2: 4, 3: 6} and reads[-1] == [3]
+    _, missing, stamp = cache.get("x", [1, 4])
+    assert missing == [4]
+    with db.transaction() as c:
+        c.execute("CREATE TABLE t (x)")
+        assert cache.get("x", [1]) == ({}, [1], UNKEPT)  # its own write may roll back
+    cache.put("x", {4: 8}, stamp)  # read before the commit: not kept after it
+    assert cache.get("x", [1, 4])[1] == [1, 4]
