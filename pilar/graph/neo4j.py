@@ -85,7 +85,7 @@ class Neo4jGraphStore:
                 cy.RECORD_MIGRATION, v=version, name=path.name, at=datetime.now(timezone.utc).isoformat(),
                 database_=self.database)
             applied.append(version)
-        if applied:  # what was read before may read otherwise now
+        if applied:  # an empty write, to set the change stamp: kept reads may read otherwise
             self._write(lambda tx: None)
         return applied
 
@@ -173,12 +173,10 @@ class Neo4jGraphStore:
             kept = self.reads.through("document", doc_ids, lambda ids: dict.fromkeys(ids) | {
                 r["d.doc_id"]: r for r in self._read(cy.DOCUMENTS_BY_ID, ids=ids,
                                                      collections=None, statuses=None)})
-            rows = sorted((r for r in kept.values() if r is not None),  # as ORDER BY: nulls last
-                          key=lambda r: (r["d.ingested_at"] is None, r["d.ingested_at"] or "",
-                                         r["d.uri"]))
-            return [d for d in map(document_of, rows)
+            docs = [d for d in map(document_of, filter(None, kept.values()))
                     if (collections is None or d.collection in collections)
                     and (statuses is None or d.status in statuses)]
+            return sorted(docs, key=lambda d: (d.ingested_at, d.uri))  # set by begin_documents
         return [document_of(r) for r in self._read(
             cy.DOCUMENTS, ids=None,
             collections=None if collections is None else list(collections),

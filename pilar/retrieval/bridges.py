@@ -332,7 +332,8 @@ class BridgeExpander:
         of_kind: dict[tuple[str, frozenset[str]], list[RankedPage]] = {}
         for p in near:
             of_kind.setdefault(kinds[p.page_id], []).append(p)
-        named_in = {q.page_id: bool(versions(q.title) & named) for q in near}  # q's must be
+        # the sibling q a page is superseded by must carry a version the question names
+        named_in = {q.page_id: bool(versions(q.title) & named) for q in near}
         return {p.page_id for a, these in of_kind.items() for b, those in of_kind.items()
                 if siblings(a, b) for q in those if named_in[q.page_id] for p in these
                 if q.title != p.title and names_version(named, q.title, p.title)}
