@@ -2,7 +2,8 @@
 delivery per hop count, pilar vs page-only vs flat chunks, side by side.
 
     python bench/multihop.py [--stores multihop,multihop2,all] [--methods ...]
-                             [--settings 512:3,1024:5] [--chunk 128:16] [--json OUT]
+                             [--settings 512:3,1024:5] [--chunk 128:16]
+                             [--breadths 2:12:10,1:12:10] [--json OUT]
 
 Question sets (``../shared/data``): ``multihop`` (24 documents, 40 questions
 of 1-3 hops) and ``multihop2`` (60 documents, 20 of them topical
@@ -30,7 +31,10 @@ Methods (``bench/baselines.py``): ``pilar (multi-hop)`` (iterative bridge
 expansion, :mod:`pilar.retrieval.bridges`), ``pilar (single-shot)`` (the
 default profile: one hop from the question's entities), ``page_only`` (the
 hybrid shortlist without graph), ``flat_chunks`` (``--chunk`` size:overlap
-tokens). Each method's median search time
+tokens). ``--breadths HOPS:BEAM:UNITS,...`` adds the multi-hop profile at
+other breadths (``max_hops``, ``bridge_beam``, ``bridge_units``) as methods
+``pilar (multi-hop HOPS/BEAM/UNITS)``: what a narrower expansion saves in
+time and costs in chains, side by side. Each method's median search time
 (retrieval and packing at the last setting) is reported beside its figures.
 JSON: ``figures`` (store -> set -> method -> group -> figure), ``ms``
 (store -> set -> method -> median ms) and ``per_question`` (store -> set ->
@@ -55,7 +59,8 @@ from baselines import OUT, SHARED, FlatChunks, ingest, page_only, pilar_search  
 
 from pilar import Pilar  # noqa: E402
 from pilar.eval.questions import load_questions  # noqa: E402
-from pilar.eval.run import aggregate, score_question  # noqa: E402
+from pilar.eval.run import RANK_DEPTH, aggregate, score_question  # noqa: E402
+from pilar.retrieval.expansion import GraphRetriever  # noqa: E402
 
 REWORDED = "multihop2 reworded"
 """multihop2's questions of 2-4 hops in other words (``bench/data/multihop2_reworded.tsv``)."""
@@ -86,6 +91,16 @@ def open_store(name: str, out: Path, console: Console) -> Pilar:
         n, failed = n + files, failed + bad
     console.print(f"store {name}: {n} files ({failed} failed) in {time.perf_counter() - t0:.0f} s")
     return p
+
+
+def at_breadth(p: Pilar, hops: int, beam: int, units: int):
+    """The multi-hop method with ``max_hops``, ``bridge_beam`` and
+    ``bridge_units`` set (a retriever of its own over ``p``'s stores)."""
+    settings = p.settings.model_copy(update={"profile": "multi-hop"}).profiled().model_copy(
+        update={"max_hops": hops, "bridge_beam": beam, "bridge_units": units})
+    r = GraphRetriever(p.graph, p.index, p.retrievers.hybrid, settings)
+    return lambda q, b, k: pilar_search(p, q.question, b, k,
+                                        ranked=r.search(q.question, max(k, RANK_DEPTH)))
 
 
 def run_set(p: Pilar, questions, methods: dict, settings: list[tuple[int, int]]):
@@ -147,6 +162,8 @@ def main() -> None:
     ap.add_argument("--settings", default="512:3,1024:5", help="budget:k pairs")
     ap.add_argument("--chunk", default="128:16", help="flat chunk size:overlap (tokens)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the stores live")
+    ap.add_argument("--breadths", default="", help="HOPS:BEAM:UNITS of the multi-hop "
+                    "profile to run beside it, comma-separated (e.g. 2:12:10,1:12:10)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     console = Console()
@@ -169,6 +186,9 @@ def main() -> None:
             flat = FlatChunks(p, size=size, overlap=overlap, cache=OUT)
             every["flat_chunks"] = lambda q, b, k: flat.retrieve(q.question, b)
         methods = {m: every[m] for m in wanted}
+        for spec in filter(None, args.breadths.split(",")):
+            hops, beam, units = (int(x) for x in spec.split(":"))
+            methods[f"pilar (multi-hop {hops}/{beam}/{units})"] = at_breadth(p, hops, beam, units)
         for s, questions in sets.items():
             figures, ms, per_question = run_set(p, questions, methods, settings)
             print_table(console, f"{s} questions ({len(questions)}) on store {store}",
