@@ -95,8 +95,9 @@ def open_store(name: str, out: Path, console: Console) -> Pilar:
 
 def at_breadth(p: Pilar, hops: int, beam: int, units: int):
     """The multi-hop method with ``max_hops``, ``bridge_beam`` and
-    ``bridge_units`` set (a retriever of its own over ``p``'s stores)."""
-    settings = p.settings.model_copy(update={"profile": "multi-hop"}).profiled().model_copy(
+    ``bridge_units`` set (a retriever of its own over ``p``'s stores, on the
+    multi-hop profile's settings)."""
+    settings = p.retriever("multi-hop").s.model_copy(
         update={"max_hops": hops, "bridge_beam": beam, "bridge_units": units})
     r = GraphRetriever(p.graph, p.index, p.retrievers.hybrid, settings)
     return lambda q, b, k: pilar_search(p, q.question, b, k,

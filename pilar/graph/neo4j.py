@@ -27,8 +27,7 @@ from pilar.graph.neo4j_rows import (Rows, assertion_of, batch_rows, batches, doc
                                     entity_of, stats_row, support_of, unit_of)
 from pilar.model import (Assertion, Bridge, Document, Entity, EntityLinks, Page, ParsedDocument,
                          SameAs, Support, Unit, UnitStats, to_jsonable)
-from pilar.parts import ReadCache
-from pilar.parts import words as split_words
+from pilar.parts import ReadCache, words as split_words
 
 
 def _fulltext_query(name: str) -> str | None:
